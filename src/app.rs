@@ -1,0 +1,406 @@
+//! Wiring and lifetime: loads the settings, prepares the mount point (cleaning a stale
+//! mount), starts the supervisor, the tree and the FUSE session, reports readiness,
+//! waits for SIGINT/SIGTERM, then shuts down in order: stop every command, answer every
+//! parked read, unmount.
+
+use crate::config::Config;
+use crate::fs::{Tree, TreeConfig};
+use crate::fuse::{self, Wake};
+use crate::policy::audit::Audit;
+use crate::policy::Policy;
+use crate::supervisor::{Supervisor, SupervisorConfig};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One line on the driver's log (stderr, or the log file under --daemon).
+pub fn log(message: &str) {
+    let stamp = crate::policy::audit::rfc3339(std::time::SystemTime::now());
+    eprintln!("{stamp} terminalfs: {message}");
+}
+
+/// What is at a mount point now.
+#[derive(Debug, PartialEq, Eq)]
+enum MountState {
+    NotMounted,
+    /// A mount whose driver is gone ("Transport endpoint is not connected").
+    Stale,
+    Live,
+}
+
+fn mount_state(path: &Path) -> MountState {
+    match std::fs::metadata(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => MountState::Stale,
+        Err(_) => MountState::NotMounted,
+        Ok(meta) => {
+            let parent = path.parent().unwrap_or(Path::new("/"));
+            match std::fs::metadata(parent) {
+                Ok(parent_meta) if parent_meta.dev() != meta.dev() => MountState::Live,
+                _ => MountState::NotMounted,
+            }
+        }
+    }
+}
+
+/// Unmounts whatever is at `path` (live or stale). Returns whether anything was there.
+/// Safe to call when nothing is mounted.
+pub fn unmount(path: &Path) -> Result<bool, String> {
+    if mount_state(path) == MountState::NotMounted {
+        return Ok(false);
+    }
+    detach(path)?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while mount_state(path) != MountState::NotMounted {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} is still mounted after unmounting it",
+                path.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(true)
+}
+
+/// A lazy unmount: the tree leaves the namespace now, open files finish later.
+fn detach(path: &Path) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+        #[cfg(target_os = "linux")]
+        // SAFETY: a valid C string and a flag.
+        let rc = unsafe { libc::umount2(c_path.as_ptr(), libc::MNT_DETACH) };
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: a valid C string and a flag.
+        let rc = unsafe { libc::unmount(c_path.as_ptr(), libc::MNT_FORCE) };
+        if rc == 0 {
+            return Ok(());
+        }
+        return Err(format!(
+            "cannot unmount {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let attempts: &[(&str, &[&str])] = if cfg!(target_os = "linux") {
+        &[
+            ("fusermount3", &["-u", "-z"]),
+            ("fusermount", &["-u", "-z"]),
+        ]
+    } else {
+        &[("umount", &["-f"]), ("diskutil", &["unmount", "force"])]
+    };
+    let mut last = String::from("no unmount tool was found");
+    for (program, args) in attempts {
+        match std::process::Command::new(program)
+            .args(*args)
+            .arg(path)
+            .output()
+        {
+            Ok(out) if out.status.success() => return Ok(()),
+            Ok(out) => last = String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            Err(e) => last = format!("{program}: {e}"),
+        }
+    }
+    Err(format!("cannot unmount {}: {last}", path.display()))
+}
+
+fn prepare_mount_point(path: &Path) -> Result<(), String> {
+    match mount_state(path) {
+        MountState::Stale => {
+            detach(path)?;
+            log(&format!("cleaned up a stale mount at {}", path.display()));
+        }
+        MountState::Live => {
+            return Err(format!(
+                "{} is already mounted; stop that driver or run `terminalfs --unmount --path {}`",
+                path.display(),
+                path.display()
+            ))
+        }
+        MountState::NotMounted => {}
+    }
+    std::fs::create_dir_all(path)
+        .map_err(|e| format!("cannot create the mount point {}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// Tells systemd (Type=notify) about our state, when it is listening.
+fn sd_notify(state: &str) {
+    let Some(socket) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let Ok(sender) = std::os::unix::net::UnixDatagram::unbound() else {
+        return;
+    };
+    let bytes = socket.as_encoded_bytes();
+    #[cfg(target_os = "linux")]
+    if let Some(name) = bytes.strip_prefix(b"@") {
+        use std::os::linux::net::SocketAddrExt;
+        if let Ok(addr) = std::os::unix::net::SocketAddr::from_abstract_name(name) {
+            let _ = sender.send_to_addr(state.as_bytes(), &addr);
+        }
+        return;
+    }
+    let _ = bytes;
+    let _ = sender.send_to(state.as_bytes(), Path::new(&socket));
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: building a signal set and changing this thread's mask; threads spawned
+    // later inherit it, so the signals reach only the sigtimedwait below. Children get
+    // a clean mask from std::process::Command.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Waits up to `timeout` for one of the blocked signals; returns it.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: valid set and timespec; a null siginfo is allowed.
+        let signal = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+        (signal > 0).then_some(signal)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // macOS has no sigtimedwait: poll the pending set.
+        std::thread::sleep(timeout);
+        // SAFETY: reading this thread's pending set, then taking one signal with sigwait.
+        unsafe {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                if libc::sigismember(&pending, signal) == 1 && libc::sigismember(set, signal) == 1 {
+                    let mut got = 0;
+                    libc::sigwait(set, &mut got);
+                    return Some(got);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Under --daemon: fork now; the parent returns only once the child reports that the
+/// mount is ready (exit 0) or failed (exit 1). The child gets a writer to report on.
+fn daemonize(config: &Config) -> Result<Option<std::fs::File>, String> {
+    if !config.daemon {
+        return Ok(None);
+    }
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills two descriptors we own.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
+        return Err(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: both descriptors were just created and belong to nobody else.
+    let (mut reader, writer) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    let mut daemon = daemonize::Daemonize::new().working_directory("/");
+    if let Some(pid_file) = &config.pid_file {
+        daemon = daemon.pid_file(pid_file);
+    }
+    let output = |path: &Option<std::path::PathBuf>| -> Result<daemonize::Stdio, String> {
+        match path {
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(daemonize::Stdio::from)
+                .map_err(|e| format!("cannot open the log file {}: {e}", path.display())),
+            None => Ok(daemonize::Stdio::devnull()),
+        }
+    };
+    daemon = daemon
+        .stdout(output(&config.log_file)?)
+        .stderr(output(&config.log_file)?);
+    match daemon.execute() {
+        daemonize::Outcome::Parent(Ok(_)) => {
+            drop(writer);
+            let mut answer = String::new();
+            use std::io::Read;
+            let _ = reader.read_to_string(&mut answer);
+            if answer.starts_with("ready") {
+                println!(
+                    "terminalfs: mounted at {} (running in the background)",
+                    config.path.display()
+                );
+                std::process::exit(0);
+            }
+            let why = answer.trim();
+            Err(if why.is_empty() {
+                "the background driver failed to start".to_string()
+            } else {
+                why.to_string()
+            })
+        }
+        daemonize::Outcome::Parent(Err(e)) => Err(format!("cannot detach: {e}")),
+        daemonize::Outcome::Child(Ok(_)) => {
+            drop(reader);
+            Ok(Some(writer))
+        }
+        daemonize::Outcome::Child(Err(e)) => Err(format!("cannot detach: {e}")),
+    }
+}
+
+pub fn run(config: Config) -> Result<(), String> {
+    if !config.settings.exists() {
+        return Err(format!(
+            "no settings file at {}. Create one with `terminalfs --init-settings` \
+             (or `terminalfs --init-settings FILE` and pass --settings FILE); \
+             it holds the deny list, and `{{}}` is a valid empty one",
+            config.settings.display()
+        ));
+    }
+    let policy = Arc::new(Policy::load(&config.settings, config.allowlist)?);
+    if !config.cwd.is_dir() {
+        return Err(format!("--cwd {} is not a directory", config.cwd.display()));
+    }
+    let mut ready_pipe = daemonize(&config)?;
+    let result = serve(&config, policy, &mut ready_pipe);
+    if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {
+        let _ = writeln!(pipe, "{message}");
+    }
+    result
+}
+
+fn serve(
+    config: &Config,
+    policy: Arc<Policy>,
+    ready_pipe: &mut Option<std::fs::File>,
+) -> Result<(), String> {
+    let signals = block_signals();
+    prepare_mount_point(&config.path)?;
+    let audit = Audit::open(&config.audit_log)?;
+    let (sender, receiver) = crossbeam_channel::unbounded();
+    let notify_sender = sender.clone();
+    let supervisor = Arc::new(
+        Supervisor::start(
+            SupervisorConfig {
+                shell: config.shell.clone(),
+                cwd: config.cwd.clone(),
+                max_output: config.max_output,
+                kill_grace: config.kill_grace,
+            },
+            Arc::new(move |id| {
+                let _ = notify_sender.send(Wake::Job(id));
+            }),
+        )
+        .map_err(|e| format!("cannot start the supervisor: {e}"))?,
+    );
+    // SAFETY: getuid/getgid have no preconditions.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let tree = Arc::new(Tree::new(
+        TreeConfig {
+            mount: Some(config.path.clone()),
+            settle: config.settle,
+            keep: config.keep,
+            wait_timeout: config.wait_timeout,
+            timeout: config.timeout,
+            uid,
+            gid,
+        },
+        supervisor.clone(),
+        policy.clone(),
+        Some(audit),
+    ));
+    let parts = fuse::build(tree.clone(), sender, receiver);
+    let mut waker = parts.waker;
+    let reloader = policy.spawn_reloader(Duration::from_millis(500), log);
+
+    let mut fuse_config = fuser::Config::default();
+    fuse_config.mount_options = vec![
+        fuser::MountOption::FSName("terminalfs".into()),
+        fuser::MountOption::Subtype("terminalfs".into()),
+        fuser::MountOption::NoSuid,
+        fuser::MountOption::NoDev,
+    ];
+    if cfg!(target_os = "linux") {
+        fuse_config.n_threads = Some(2);
+    }
+    let mut session = fuser::Session::new(parts.driver, &config.path, &fuse_config)
+        .map_err(|e| format!("cannot mount at {}: {e}", config.path.display()))?;
+    let mut unmounter = session.unmount_callable();
+    let session_thread = std::thread::Builder::new()
+        .name("tfs-session".into())
+        .spawn(move || session.run())
+        .map_err(|e| format!("cannot start the session thread: {e}"))?;
+
+    log(&format!(
+        "ready: mounted at {} (settings {}, {} rule(s), shell {}, cwd {})",
+        config.path.display(),
+        policy.path().display(),
+        policy.rule_count(),
+        config.shell.display(),
+        config.cwd.display()
+    ));
+    sd_notify("READY=1");
+    if let Some(mut pipe) = ready_pipe.take() {
+        let _ = pipe.write_all(b"ready\n");
+    }
+
+    let mut cause = "the mount went away";
+    loop {
+        if session_thread.is_finished() {
+            break;
+        }
+        if let Some(signal) = wait_signal(&signals, Duration::from_millis(200)) {
+            cause = match signal {
+                libc::SIGINT => "SIGINT",
+                libc::SIGHUP => "SIGHUP",
+                _ => "SIGTERM",
+            };
+            break;
+        }
+    }
+    log(&format!(
+        "stopping ({cause}): stopping {} running command(s)",
+        supervisor.live_count()
+    ));
+    sd_notify("STOPPING=1");
+    supervisor.shutdown();
+    waker.shutdown();
+    policy.stop();
+    let _ = reloader.join();
+    if !session_thread.is_finished() {
+        if let Err(e) = unmounter.unmount() {
+            log(&format!("unmount was refused ({e}); detaching lazily"));
+            if let Err(e) = detach(&config.path) {
+                log(&e);
+            }
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !session_thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if session_thread.is_finished() {
+        if let Ok(Err(e)) = session_thread.join() {
+            log(&format!("the FUSE session ended with an error: {e}"));
+        }
+    }
+    log("stopped");
+    Ok(())
+}

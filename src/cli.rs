@@ -1,0 +1,91 @@
+//! The command line, defined once with clap. Doc comments here are the `--help` text;
+//! completions and the man page are generated from this definition.
+
+use crate::units::{parse_duration, parse_size};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn duration(text: &str) -> Result<Duration, String> {
+    parse_duration(text)
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    parse_size(text)
+}
+
+/// A FUSE filesystem that runs shell commands: write a command into ctl/<name>, and
+/// cmd/<name>/ shows it running. It runs what is written as you; it is not a sandbox.
+#[derive(Debug, Parser)]
+#[command(name = "terminalfs", version, about, long_about = None)]
+pub struct Cli {
+    /// Where to mount the tree (created if missing) [default: ~/mnt/terminalfs]
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+
+    /// The settings file with the deny list
+    /// [default: $XDG_CONFIG_HOME/terminalfs/settings.json]
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+
+    /// Write the default settings file (to FILE, or the default path) and exit;
+    /// never overwrites an existing file
+    #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with = "unmount")]
+    pub init_settings: Option<Option<PathBuf>>,
+
+    /// Unmount the tree at --path (live or left behind by a crash) and exit
+    #[arg(long)]
+    pub unmount: bool,
+
+    /// Shell that runs each command as `<shell> -c <text>` [default: $SHELL, else /bin/sh]
+    #[arg(long, value_name = "PATH")]
+    pub shell: Option<PathBuf>,
+
+    /// Working directory of commands [default: the driver's working directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// How long a stopped command stays after its files were last open
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    pub keep: Duration,
+
+    /// Delay between writing a command and starting it, unless something looks for it
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = duration)]
+    pub settle: Duration,
+
+    /// Longest time any read blocks (`wait`, `follow`)
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = duration)]
+    pub wait_timeout: Duration,
+
+    /// Bytes kept per output stream; older bytes are dropped, with a notice
+    #[arg(long, value_name = "SIZE", default_value = "16m", value_parser = size)]
+    pub max_output: u64,
+
+    /// Stop any command that runs longer than this [default: none]
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub timeout: Option<Duration>,
+
+    /// Time between SIGTERM and SIGKILL when a command is stopped
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
+    pub kill_grace: Duration,
+
+    /// Run only commands whose every simple command matches an allow rule
+    #[arg(long)]
+    pub allowlist: bool,
+
+    /// The audit log of every decision [default: $XDG_STATE_HOME/terminalfs/audit.jsonl]
+    #[arg(long, value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+
+    /// Detach once the mount is ready
+    #[arg(long)]
+    pub daemon: bool,
+
+    /// With --daemon: write the driver's pid here
+    #[arg(long, value_name = "FILE", requires = "daemon")]
+    pub pid_file: Option<PathBuf>,
+
+    /// With --daemon: append the log here [default: discarded]
+    #[arg(long, value_name = "FILE", requires = "daemon")]
+    pub log_file: Option<PathBuf>,
+}

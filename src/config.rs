@@ -1,0 +1,91 @@
+//! The validated configuration, built once from the command line and the environment.
+//! Everything downstream takes a `Config` and never looks at flags or variables again.
+
+use crate::cli::Cli;
+use crate::policy::{default_audit_path, default_settings_path};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    pub settings: PathBuf,
+    pub audit_log: PathBuf,
+    pub shell: PathBuf,
+    pub cwd: PathBuf,
+    pub keep: Duration,
+    pub settle: Duration,
+    pub wait_timeout: Duration,
+    pub max_output: usize,
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
+    pub allowlist: bool,
+    pub daemon: bool,
+    pub pid_file: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Makes a path absolute against the current directory, without touching the disk.
+pub fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    }
+}
+
+pub fn default_mount_path() -> PathBuf {
+    home().join("mnt").join("terminalfs")
+}
+
+impl Config {
+    pub fn from_cli(cli: &Cli) -> Result<Config, String> {
+        let shell = cli
+            .shell
+            .clone()
+            .or_else(|| {
+                std::env::var_os("SHELL")
+                    .filter(|s| !s.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from("/bin/sh"));
+        let cwd = match &cli.cwd {
+            Some(dir) => absolute(dir),
+            None => std::env::current_dir()
+                .map_err(|e| format!("cannot read the current directory: {e}"))?,
+        };
+        if cli.wait_timeout.is_zero() {
+            return Err("--wait-timeout must be more than zero".into());
+        }
+        let max_output = usize::try_from(cli.max_output)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or("--max-output must be at least one byte")?;
+        Ok(Config {
+            path: absolute(&cli.path.clone().unwrap_or_else(default_mount_path)),
+            settings: absolute(&cli.settings.clone().unwrap_or_else(default_settings_path)),
+            audit_log: absolute(&cli.audit_log.clone().unwrap_or_else(default_audit_path)),
+            shell,
+            cwd,
+            keep: cli.keep,
+            settle: cli.settle,
+            wait_timeout: cli.wait_timeout,
+            max_output,
+            timeout: cli.timeout,
+            kill_grace: cli.kill_grace,
+            allowlist: cli.allowlist,
+            daemon: cli.daemon,
+            pid_file: cli.pid_file.as_deref().map(absolute),
+            log_file: cli.log_file.as_deref().map(absolute),
+        })
+    }
+}

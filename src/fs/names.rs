@@ -1,0 +1,180 @@
+//! Names and inode numbers of the tree.
+//!
+//! Fixed directories and pages have small fixed inode numbers. Everything made at run
+//! time (a draft, a command directory and its files) takes a fresh id from a counter
+//! that never goes back, and its inode numbers are derived from that id, so a reused
+//! name always gets new inodes and never a stale cached file.
+
+/// Inode numbers of the fixed part of the tree.
+pub const ROOT: u64 = 1;
+pub const ROOT_INDEX: u64 = 2;
+pub const CTL: u64 = 3;
+pub const CTL_INDEX: u64 = 4;
+pub const CMD: u64 = 5;
+pub const CMD_INDEX: u64 = 6;
+pub const SKILLS: u64 = 7;
+pub const SKILLS_INDEX: u64 = 8;
+pub const SKILLS_TFS: u64 = 9;
+pub const SKILLS_TFS_INDEX: u64 = 10;
+pub const SKILL_MD: u64 = 11;
+
+/// Inodes at or above this are derived from run-time ids.
+const DYNAMIC_BASE: u64 = 1 << 20;
+/// Inode numbers reserved per id: slot 0 is the draft file or the command directory.
+const SLOTS: u64 = 16;
+
+/// The files of a command directory, in listing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Slot {
+    Command = 1,
+    Status = 2,
+    Pid = 3,
+    Kill = 4,
+    Exitcode = 5,
+    Reason = 6,
+    Stdout = 7,
+    Stderr = 8,
+    Output = 9,
+    Follow = 10,
+    Wait = 11,
+    Result = 12,
+}
+
+impl Slot {
+    pub const ALL: [Slot; 12] = [
+        Slot::Command,
+        Slot::Status,
+        Slot::Pid,
+        Slot::Kill,
+        Slot::Exitcode,
+        Slot::Reason,
+        Slot::Stdout,
+        Slot::Stderr,
+        Slot::Output,
+        Slot::Follow,
+        Slot::Wait,
+        Slot::Result,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Slot::Command => "command",
+            Slot::Status => "status",
+            Slot::Pid => "pid",
+            Slot::Kill => "kill",
+            Slot::Exitcode => "exitcode",
+            Slot::Reason => "reason",
+            Slot::Stdout => "stdout",
+            Slot::Stderr => "stderr",
+            Slot::Output => "output",
+            Slot::Follow => "follow",
+            Slot::Wait => "wait",
+            Slot::Result => "result.json",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Slot> {
+        Slot::ALL.into_iter().find(|slot| slot.name() == name)
+    }
+
+    fn from_number(number: u64) -> Option<Slot> {
+        Slot::ALL.into_iter().find(|slot| *slot as u64 == number)
+    }
+
+    pub fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+/// What a dynamic inode number stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dynamic {
+    /// The draft file `ctl/<name>` or the directory `cmd/<name>`.
+    Entry(u64),
+    /// A file inside `cmd/<name>`.
+    File(u64, Slot),
+}
+
+pub fn entry_ino(id: u64) -> u64 {
+    DYNAMIC_BASE + id * SLOTS
+}
+
+pub fn file_ino(id: u64, slot: Slot) -> u64 {
+    DYNAMIC_BASE + id * SLOTS + slot as u64
+}
+
+pub fn decode(ino: u64) -> Option<Dynamic> {
+    let relative = ino.checked_sub(DYNAMIC_BASE)?;
+    let (id, slot) = (relative / SLOTS, relative % SLOTS);
+    if slot == 0 {
+        Some(Dynamic::Entry(id))
+    } else {
+        Slot::from_number(slot).map(|slot| Dynamic::File(id, slot))
+    }
+}
+
+/// Why a name cannot be used for a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadName {
+    /// Not 1–64 characters of `A-Z a-z 0-9 _ . -`, or starts with a dot.
+    Invalid,
+    /// `index.md`, the directory's page.
+    Reserved,
+}
+
+/// Checks a command name: 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting with
+/// a dot, and not the reserved `index.md`.
+pub fn check_name(name: &[u8]) -> Result<&str, BadName> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name[0] != b'.'
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if !valid {
+        return Err(BadName::Invalid);
+    }
+    let name = std::str::from_utf8(name).expect("ASCII was checked just above");
+    if name == "index.md" {
+        return Err(BadName::Reserved);
+    }
+    Ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for good in ["a", "build", "x.tmp", "A_b-9", &"n".repeat(64)] {
+            assert_eq!(check_name(good.as_bytes()), Ok(good), "{good}");
+        }
+        for bad in [
+            "",
+            ".hidden",
+            "a/b",
+            "a b",
+            "é",
+            "a\0",
+            &"n".repeat(65),
+            "..",
+            "x*",
+        ] {
+            assert_eq!(check_name(bad.as_bytes()), Err(BadName::Invalid), "{bad:?}");
+        }
+        assert_eq!(check_name(b"index.md"), Err(BadName::Reserved));
+    }
+
+    #[test]
+    fn inode_numbers_round_trip() {
+        assert_eq!(decode(entry_ino(7)), Some(Dynamic::Entry(7)));
+        for slot in Slot::ALL {
+            assert_eq!(decode(file_ino(7, slot)), Some(Dynamic::File(7, slot)));
+            assert_eq!(Slot::from_name(slot.name()), Some(slot));
+        }
+        assert_eq!(decode(SKILL_MD), None);
+        assert_eq!(decode(entry_ino(3) + 15), None);
+        assert_ne!(entry_ino(1), entry_ino(2));
+    }
+}

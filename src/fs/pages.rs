@@ -1,0 +1,416 @@
+//! Rendering of the pages (Markdown with YAML frontmatter) and of the small status
+//! files. Pure functions of the facts they are given, so they are unit-tested without
+//! a mount; the tree calls them when a file is opened and keeps the bytes for that open.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::policy::audit::rfc3339;
+use crate::units::format_duration;
+
+/// Facts every page may mention.
+pub struct Site<'a> {
+    /// Where the tree is mounted, when the driver knows it.
+    pub mount: Option<&'a Path>,
+    pub shell: &'a Path,
+    pub cwd: &'a Path,
+    pub settings: &'a Path,
+    pub rules: usize,
+    pub commands: usize,
+    pub wait_timeout: Duration,
+    pub keep: Duration,
+    pub settle: Duration,
+}
+
+impl Site<'_> {
+    /// The mount path as written in pages: the real one or a placeholder.
+    fn mount_text(&self) -> String {
+        match self.mount {
+            Some(path) => path.display().to_string(),
+            None => "<mount>".to_string(),
+        }
+    }
+}
+
+/// One row of `/cmd/index.md`.
+pub struct Row<'a> {
+    pub name: &'a str,
+    pub status: &'a str,
+    pub exitcode: Option<i32>,
+    pub command: &'a [u8],
+    pub dropped: u64,
+}
+
+/// A YAML scalar that can hold any text: a JSON string is a valid YAML
+/// double-quoted scalar.
+fn yaml(text: &str) -> String {
+    serde_json::to_string(text).expect("a string always serialises")
+}
+
+fn frontmatter(kind: &str, title: &str, description: &str, extra: &[(&str, String)]) -> String {
+    let mut out = String::from("---\n");
+    out.push_str(&format!("type: {kind}\n"));
+    out.push_str(&format!("title: {}\n", yaml(title)));
+    out.push_str(&format!("description: {}\n", yaml(description)));
+    out.push_str(&format!("timestamp: {}\n", rfc3339(SystemTime::now())));
+    for (key, value) in extra {
+        out.push_str(&format!("{key}: {value}\n"));
+    }
+    out.push_str("---\n\n");
+    out
+}
+
+/// The first line of a command made safe for a Markdown table cell: a multi-line
+/// command shows its first line and an ellipsis; pipes, backslashes, angle brackets,
+/// backticks and control bytes are escaped so the table keeps its shape.
+pub fn table_cell(text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    let trimmed = text.trim_end_matches(['\n', '\r']);
+    let mut lines = trimmed.lines();
+    let first = lines.next().unwrap_or("");
+    let more = lines.next().is_some();
+    let mut out = String::new();
+    for c in first.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            '`' => out.push_str("\\`"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '*' | '_' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    if more {
+        out.push_str(" …");
+    }
+    if out.trim().is_empty() {
+        out = "(blank)".to_string();
+    }
+    out
+}
+
+pub fn root_index(site: &Site) -> String {
+    let mount = site.mount_text();
+    let mut page = frontmatter(
+        "index",
+        "terminalfs",
+        "A filesystem that runs shell commands: write a command into ctl/<name>, read cmd/<name>/ to watch it.",
+        &[
+            ("mount", yaml(&mount)),
+            ("shell", yaml(&site.shell.display().to_string())),
+            ("cwd", yaml(&site.cwd.display().to_string())),
+            ("commands", site.commands.to_string()),
+            ("rules", site.rules.to_string()),
+            ("settings", yaml(&site.settings.display().to_string())),
+        ],
+    );
+    page.push_str(&format!(
+        "# terminalfs at {mount}\n\n\
+         Commands run as `{shell} -c <text>` in `{cwd}`, as the user who mounted this tree.\n\
+         {count} command(s) exist now; {rules} rule(s) from `{settings}` refuse commands.\n\
+         This is not a sandbox: anything the rules do not refuse runs with your rights.\n\n\
+         ## Layout\n\n\
+         - `ctl/<name>`: write a command here to run it as `<name>` (see `ctl/index.md`).\n\
+         - `cmd/index.md`: every command with its status.\n\
+         - `cmd/<name>/`: `command`, `status`, `pid` and `kill` while it runs, `exitcode` once it stopped,\n  \
+           `reason`, `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`.\n\
+         - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n",
+        shell = site.shell.display(),
+        cwd = site.cwd.display(),
+        count = site.commands,
+        rules = site.rules,
+        settings = site.settings.display(),
+    ));
+    page
+}
+
+pub fn ctl_index(site: &Site) -> String {
+    let m = site.mount_text();
+    let mut page = frontmatter(
+        "index",
+        "Run a command",
+        "Write a command into ctl/<name>; it runs when the writer closes the file.",
+        &[],
+    );
+    page.push_str(&format!(
+        "# Run a command\n\n\
+         Write the command text into `{m}/ctl/<name>`; when the last writer closes the file, \
+         the command is decided and starts as `cmd/<name>/`.\n\n\
+         ```sh\n\
+         echo 'make test' > {m}/ctl/tests\n\
+         cat {m}/cmd/tests/wait\n\
+         tail -n 20 {m}/cmd/tests/output\n\
+         ```\n\n\
+         - A name is 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting with `.`.\n\
+         - A name runs once; remove `cmd/<name>` (or let it expire) to use it again.\n\
+         - A multi-line script can be written with a heredoc; `#terminalfs timeout=10m` \
+           lines at the top set limits.\n\
+         - Write to `ctl/<name>.tmp` and `mv` it to `ctl/<name>` to decide the name last.\n\
+         - A write that the deny list refuses fails with \"Operation not permitted\"; \
+           `cmd/<name>/reason` says which rule refused it.\n\
+         - `rm ctl/<name>` gives back a name that has not run yet.\n\
+         - A command starts {settle} after it is written, or at once when anything looks \
+           under `cmd/` for it.\n",
+        settle = format_duration(site.settle),
+    ));
+    page
+}
+
+pub fn cmd_index(site: &Site, rows: &[Row]) -> String {
+    let m = site.mount_text();
+    let mut page = frontmatter(
+        "index",
+        "Commands",
+        "Every command with its status.",
+        &[("count", rows.len().to_string())],
+    );
+    page.push_str("# Commands\n\n");
+    if rows.is_empty() {
+        page.push_str(&format!(
+            "Nothing has run yet. Start something with:\n\n\
+             ```sh\necho 'uname -a' > {m}/ctl/hello\ncat {m}/cmd/hello/stdout\n```\n"
+        ));
+        return page;
+    }
+    page.push_str("| name | status | exit code | command | dropped bytes |\n");
+    page.push_str("|---|---|---|---|---|\n");
+    for row in rows {
+        page.push_str(&format!(
+            "| [{name}]({name}/status) | {status} | {code} | {command} | {dropped} |\n",
+            name = row.name,
+            status = row.status,
+            code = row.exitcode.map(|c| c.to_string()).unwrap_or_default(),
+            command = table_cell(row.command),
+            dropped = row.dropped,
+        ));
+    }
+    page
+}
+
+pub fn skills_index() -> String {
+    let mut page = frontmatter("index", "Skills", "Agent skills for this mount.", &[]);
+    page.push_str("# Skills\n\n- [terminalfs](terminalfs/SKILL.md): run, watch and stop shell commands through files.\n");
+    page
+}
+
+pub fn skill_dir_index() -> String {
+    let mut page = frontmatter(
+        "index",
+        "terminalfs skill",
+        "The skill that teaches an agent to use this mount.",
+        &[],
+    );
+    page.push_str("# terminalfs skill\n\n- [SKILL.md](SKILL.md): the skill itself.\n");
+    page
+}
+
+/// The agent skill. Every fenced `sh` block works when copied, in order, against this
+/// mount; a test runs them.
+pub fn skill(site: &Site) -> String {
+    let m = site.mount_text();
+    let placeholder = if site.mount.is_none() {
+        "\nReplace `<mount>` below with the directory where terminalfs is mounted.\n"
+    } else {
+        ""
+    };
+    let wait = site.wait_timeout.as_secs();
+    let keep = format_duration(site.keep);
+    format!(
+        "---\n\
+         name: terminalfs\n\
+         description: Run shell commands through files at {m}. Write a command into ctl/<name>, \
+         block on cmd/<name>/wait, read stdout/stderr with tail, stop it by writing to kill. \
+         Use it for long builds, tests and servers, several at once.\n\
+         ---\n\n\
+         # terminalfs\n\
+         {placeholder}\n\
+         The directory `{m}` runs shell commands. Each command has a name; you start it by \
+         writing its text into `{m}/ctl/<name>` and watch it in `{m}/cmd/<name>/`. \
+         Commands run as `{shell} -c <text>` in `{cwd}`, with no standard input and no \
+         terminal: anything that asks a question gets end-of-file.\n\n\
+         ## Run and wait\n\n\
+         ```sh\n\
+         echo 'ls -la' > {m}/ctl/listing\n\
+         cat {m}/cmd/listing/wait\n\
+         cat {m}/cmd/listing/exitcode\n\
+         tail -n 50 {m}/cmd/listing/stdout\n\
+         ```\n\n\
+         `wait` blocks until the command stops, for at most {wait} seconds, and then prints \
+         `completed`, `error` (a non-zero exit, a signal or a kill) or `running` (still going: \
+         read it again).\n\n\
+         ## A script\n\n\
+         ```sh\n\
+         cat > {m}/ctl/script <<'EOF'\n\
+         echo step one\n\
+         echo step two >&2\n\
+         EOF\n\
+         cat {m}/cmd/script/wait\n\
+         cat {m}/cmd/script/output\n\
+         ```\n\n\
+         `stdout` and `stderr` hold each stream; `output` holds both in the order they came. \
+         All three grow while the command runs, so `tail -n`, `grep` and `wc` work on them \
+         at any time.\n\n\
+         ## Watch, stop and remove\n\n\
+         ```sh\n\
+         echo 'for i in 1 2 3; do echo tick $i; sleep 1; done; sleep 300' > {m}/ctl/ticker\n\
+         head -n 3 {m}/cmd/ticker/follow\n\
+         cat {m}/cmd/ticker/status\n\
+         echo stop > {m}/cmd/ticker/kill\n\
+         cat {m}/cmd/ticker/wait\n\
+         cat {m}/cmd/ticker/reason\n\
+         rm -r {m}/cmd/ticker\n\
+         ```\n\n\
+         - `follow` streams `output` as it arrives and ends when the command stops (or after \
+         {wait} seconds of silence: open it again to go on).\n\
+         - `kill` exists while the command runs; writing anything to it stops the command and \
+         everything it started.\n\
+         - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. A stopped \
+         command also goes away by itself {keep} after its files were last open.\n\
+         - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
+         exit code, times, memory and byte counts.\n\n\
+         ## When a write is refused\n\n\
+         A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
+         the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule. Do \
+         not try to get around the rule: ask the user.\n\n\
+         ## Rules of thumb\n\n\
+         - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
+         for each run.\n\
+         - Prefer `cat cmd/<name>/wait` over sleeping and polling.\n\
+         - Read output with `tail -n` or `grep`; a large output may start with a line saying \
+         how many early bytes were dropped.\n",
+        shell = site.shell.display(),
+        cwd = site.cwd.display(),
+    )
+}
+
+/// The 10-byte answer of `wait`.
+pub fn wait_answer(stopped: Option<bool>) -> &'static [u8; 10] {
+    match stopped {
+        None => b"running  \n",
+        Some(true) => b"completed\n",
+        Some(false) => b"error    \n",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn site(mount: Option<&Path>) -> Site<'_> {
+        Site {
+            mount,
+            shell: Path::new("/bin/sh"),
+            cwd: Path::new("/tmp"),
+            settings: Path::new("/etc/s.json"),
+            rules: 3,
+            commands: 2,
+            wait_timeout: Duration::from_secs(25),
+            keep: Duration::from_secs(60),
+            settle: Duration::from_millis(250),
+        }
+    }
+
+    fn frontmatter_keys(page: &str) -> Vec<String> {
+        let body = page
+            .strip_prefix("---\n")
+            .expect("frontmatter opens the page");
+        let end = body.find("\n---\n").expect("frontmatter is closed");
+        body[..end]
+            .lines()
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn pages_have_frontmatter() {
+        let mount = PathBuf::from("/m");
+        let s = site(Some(&mount));
+        for page in [
+            root_index(&s),
+            ctl_index(&s),
+            cmd_index(&s, &[]),
+            skills_index(),
+            skill_dir_index(),
+        ] {
+            let keys = frontmatter_keys(&page);
+            for key in ["type", "title", "description", "timestamp"] {
+                assert!(keys.iter().any(|k| k == key), "{key} missing in {page}");
+            }
+        }
+        let keys = frontmatter_keys(&skill(&s));
+        assert_eq!(keys, ["name", "description"]);
+    }
+
+    #[test]
+    fn root_index_states_the_facts() {
+        let mount = PathBuf::from("/m");
+        let page = root_index(&site(Some(&mount)));
+        assert!(page.contains("mount: \"/m\""));
+        assert!(page.contains("shell: \"/bin/sh\""));
+        assert!(page.contains("commands: 2"));
+        assert!(page.contains("rules: 3"));
+        assert!(page.contains("settings: \"/etc/s.json\""));
+    }
+
+    #[test]
+    fn skill_names_the_mount_or_a_placeholder() {
+        let mount = PathBuf::from("/srv/tfs");
+        let known = skill(&site(Some(&mount)));
+        assert!(known.contains("echo 'ls -la' > /srv/tfs/ctl/listing"));
+        assert!(!known.contains("<mount>"));
+        let unknown = skill(&site(None));
+        assert!(unknown.contains("Replace `<mount>`"));
+        assert!(unknown.contains("<mount>/ctl/listing"));
+    }
+
+    #[test]
+    fn empty_command_index_says_how_to_start() {
+        let page = cmd_index(&site(None), &[]);
+        assert!(page.contains("count: 0"));
+        assert!(page.contains("Nothing has run yet"));
+    }
+
+    #[test]
+    fn command_table_escapes_and_shortens() {
+        let rows = [
+            Row {
+                name: "a",
+                status: "completed",
+                exitcode: Some(0),
+                command: b"echo a | tr a b\necho second",
+                dropped: 0,
+            },
+            Row {
+                name: "b",
+                status: "running",
+                exitcode: None,
+                command: b"\xff\x00`x` <y>",
+                dropped: 7,
+            },
+        ];
+        let page = cmd_index(&site(None), &rows);
+        assert!(page.contains("count: 2"));
+        assert!(page.contains("| [a](a/status) | completed | 0 | echo a \\| tr a b … | 0 |"));
+        assert!(page.contains("| [b](b/status) | running |  | \u{fffd} \\`x\\` &lt;y&gt; | 7 |"));
+        for line in page.lines().filter(|l| l.starts_with("| [")) {
+            assert_eq!(line.matches(" | ").count(), 4, "{line}");
+        }
+    }
+
+    #[test]
+    fn wait_answers_are_ten_bytes() {
+        for answer in [
+            wait_answer(None),
+            wait_answer(Some(true)),
+            wait_answer(Some(false)),
+        ] {
+            assert_eq!(answer.len(), 10);
+        }
+    }
+}

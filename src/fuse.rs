@@ -1,0 +1,660 @@
+//! The `fuser` adapter: translates each FUSE request into a call on the [`Tree`] and
+//! the answer back into a reply. It holds no state of its own except the parking lot.
+//!
+//! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
+//! `follow`) and lookups that race a writer's final close. No FUSE worker ever waits;
+//! the reply is stored and the worker returns. One thread (the "waker") answers parked
+//! replies when the supervisor reports news for their job, when their deadline
+//! (`--wait-timeout`) passes, or when the reading process has a signal pending (fuser
+//! does not pass FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each
+//! parked reply is owned by exactly one place at a time (the lot, or the thread that
+//! took it out), so it is answered exactly once.
+
+use crate::fs::{Attr, Errno as TreeErrno, Kind, Lookup, Read, Tree};
+use crossbeam_channel::{Receiver, Sender};
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
+};
+use parking_lot::Mutex;
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+const TTL: Duration = Duration::ZERO;
+/// How long a lookup may wait for a writer's final close before it answers ENOENT.
+const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
+/// How often the waker looks at deadlines, callers' signals and the tree's clock.
+const TICK: Duration = Duration::from_millis(50);
+
+/// News for the waker.
+pub enum Wake {
+    /// Job `id` gained output or changed state.
+    Job(u64),
+    /// A handle was released: parked lookups may now find their command.
+    Released,
+    /// Answer everything and stop.
+    Shutdown,
+}
+
+enum Op {
+    Read {
+        fh: u64,
+        offset: u64,
+        size: u32,
+        reply: ReplyData,
+    },
+    Lookup {
+        parent: u64,
+        name: OsString,
+        reply: ReplyEntry,
+    },
+}
+
+struct Parked {
+    /// The job whose news can answer this; None for lookups.
+    job: Option<u64>,
+    /// Thread id of the caller, for the signal check.
+    pid: u32,
+    deadline: Instant,
+    op: Op,
+}
+
+/// Replies waiting for news.
+pub struct Lot {
+    parked: Mutex<Vec<Parked>>,
+    wake: Sender<Wake>,
+    closed: AtomicBool,
+}
+
+impl Lot {
+    fn park(&self, parked: Parked) {
+        let job = parked.job;
+        if self.closed.load(Ordering::SeqCst) {
+            // Shutting down: nothing will come; answer now.
+            finish_timed_out(None, parked);
+            return;
+        }
+        self.parked.lock().push(parked);
+        // The news may have come between the tree's answer and the push above; a
+        // fresh wake-up makes the waker look again.
+        let _ = self.wake.send(match job {
+            Some(id) => Wake::Job(id),
+            None => Wake::Released,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.parked.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+pub struct Driver {
+    tree: Arc<Tree>,
+    lot: Arc<Lot>,
+    uid: u32,
+    gid: u32,
+}
+
+/// The adapter plus the thread that answers its parked replies.
+pub struct Parts {
+    pub driver: Driver,
+    pub lot: Arc<Lot>,
+    pub waker: Waker,
+}
+
+pub struct Waker {
+    sender: Sender<Wake>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Waker {
+    /// Answers every parked reply (reads as if their deadline had passed) and stops
+    /// the waker thread.
+    pub fn shutdown(&mut self) {
+        let _ = self.sender.send(Wake::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Waker {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Builds the adapter. `sender`/`receiver` are the channel the supervisor's notify
+/// callback sends `Wake::Job` into.
+pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) -> Parts {
+    let lot = Arc::new(Lot {
+        parked: Mutex::new(Vec::new()),
+        wake: sender.clone(),
+        closed: AtomicBool::new(false),
+    });
+    let thread_tree = tree.clone();
+    let thread_lot = lot.clone();
+    let thread = std::thread::Builder::new()
+        .name("tfs-waker".into())
+        .spawn(move || run_waker(thread_tree, thread_lot, receiver))
+        .expect("the waker thread can be spawned at start-up");
+    let (uid, gid) = (tree.config().uid, tree.config().gid);
+    Parts {
+        driver: Driver {
+            tree,
+            lot: lot.clone(),
+            uid,
+            gid,
+        },
+        lot,
+        waker: Waker {
+            sender,
+            thread: Some(thread),
+        },
+    }
+}
+
+fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
+    let mut last_tick = Instant::now();
+    let mut last_signal_check = Instant::now();
+    loop {
+        let mut jobs = HashSet::new();
+        let mut lookups = false;
+        let mut shutdown = false;
+        let first = receiver.recv_timeout(TICK);
+        for wake in first.into_iter().chain(receiver.try_iter()) {
+            match wake {
+                Wake::Job(id) => {
+                    jobs.insert(id);
+                }
+                Wake::Released => lookups = true,
+                Wake::Shutdown => shutdown = true,
+            }
+        }
+        if shutdown {
+            lot.closed.store(true, Ordering::SeqCst);
+            let all: Vec<Parked> = std::mem::take(&mut *lot.parked.lock());
+            for parked in all {
+                finish_timed_out(Some(&tree), parked);
+            }
+            return;
+        }
+        let now = Instant::now();
+        let check_signals = now.duration_since(last_signal_check) >= Duration::from_millis(100);
+        if check_signals {
+            last_signal_check = now;
+        }
+        // Take out what needs a look; everything else stays parked.
+        let taken: Vec<Parked> = {
+            let mut parked = lot.parked.lock();
+            let (take, keep): (Vec<Parked>, Vec<Parked>) =
+                std::mem::take(&mut *parked).into_iter().partition(|p| {
+                    p.deadline <= now
+                        || check_signals
+                        || match p.job {
+                            Some(id) => jobs.contains(&id),
+                            None => lookups,
+                        }
+                });
+            *parked = keep;
+            take
+        };
+        let mut back = Vec::new();
+        for parked in taken {
+            if parked.deadline <= now {
+                finish_timed_out(Some(&tree), parked);
+            } else if check_signals && caller_interrupted(parked.pid) {
+                finish_interrupted(parked);
+            } else if let Some(parked) = retry(&tree, parked) {
+                back.push(parked);
+            }
+        }
+        if !back.is_empty() {
+            lot.parked.lock().extend(back);
+        }
+        if now.duration_since(last_tick) >= TICK {
+            last_tick = now;
+            tree.tick();
+        }
+    }
+}
+
+/// Asks the tree again; gives the entry back when it still has to wait.
+fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
+    match parked.op {
+        Op::Read {
+            fh,
+            offset,
+            size,
+            reply,
+        } => match tree.read(fh, offset, size) {
+            Ok(Read::Data(bytes)) => {
+                reply.data(&bytes);
+                None
+            }
+            Ok(Read::Pending { .. }) => Some(Parked {
+                op: Op::Read {
+                    fh,
+                    offset,
+                    size,
+                    reply,
+                },
+                ..parked
+            }),
+            Err(e) => {
+                reply.error(errno(e));
+                None
+            }
+        },
+        Op::Lookup {
+            parent,
+            name,
+            reply,
+        } => match tree.lookup(parent, name.as_bytes()) {
+            Ok(Lookup::Found(attr)) => {
+                reply_entry(reply, &attr, parked_owner(tree));
+                None
+            }
+            Ok(Lookup::Later) => Some(Parked {
+                op: Op::Lookup {
+                    parent,
+                    name,
+                    reply,
+                },
+                ..parked
+            }),
+            Err(e) => {
+                reply.error(errno(e));
+                None
+            }
+        },
+    }
+}
+
+fn parked_owner(tree: &Tree) -> (u32, u32) {
+    (tree.config().uid, tree.config().gid)
+}
+
+fn finish_timed_out(tree: Option<&Tree>, parked: Parked) {
+    match parked.op {
+        Op::Read {
+            fh,
+            offset,
+            size,
+            reply,
+        } => {
+            let bytes = tree
+                .map(|t| t.read_timed_out(fh, offset, size))
+                .unwrap_or_default();
+            reply.data(&bytes);
+        }
+        Op::Lookup { reply, .. } => reply.error(Errno::ENOENT),
+    }
+}
+
+fn finish_interrupted(parked: Parked) {
+    match parked.op {
+        Op::Read { reply, .. } => reply.error(Errno::EINTR),
+        Op::Lookup { reply, .. } => reply.error(Errno::EINTR),
+    }
+}
+
+/// True when the calling thread has a signal pending that it does not block (or is
+/// gone): the kernel would have sent FUSE_INTERRUPT, which fuser does not pass on.
+#[cfg(target_os = "linux")]
+fn caller_interrupted(pid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return true;
+    };
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))
+            .and_then(|value| u64::from_str_radix(value.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    (field("SigPnd:") | field("ShdPnd:")) & !field("SigBlk:") != 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn caller_interrupted(_pid: u32) -> bool {
+    false
+}
+
+fn errno(e: TreeErrno) -> Errno {
+    Errno::from_i32(e.0)
+}
+
+fn file_attr(attr: &Attr, (uid, gid): (u32, u32)) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(attr.ino),
+        size: attr.size,
+        blocks: attr.size.div_ceil(512),
+        atime: attr.mtime,
+        mtime: attr.mtime,
+        ctime: attr.ctime,
+        crtime: attr.ctime,
+        kind: match attr.kind {
+            Kind::Dir => FileType::Directory,
+            Kind::File => FileType::RegularFile,
+        },
+        perm: attr.perm,
+        nlink: if attr.kind == Kind::Dir { 2 } else { 1 },
+        uid,
+        gid,
+        rdev: 0,
+        blksize: attr.blksize,
+        flags: 0,
+    }
+}
+
+fn reply_entry(reply: ReplyEntry, attr: &Attr, owner: (u32, u32)) {
+    reply.entry(&TTL, &file_attr(attr, owner), Generation(0));
+}
+
+fn open_flags(direct_io: bool) -> FopenFlags {
+    if direct_io {
+        FopenFlags::FOPEN_DIRECT_IO
+    } else {
+        FopenFlags::empty()
+    }
+}
+
+fn wants_write(flags: i32) -> bool {
+    flags & libc::O_ACCMODE != libc::O_RDONLY
+}
+
+impl Driver {
+    fn owner(&self) -> (u32, u32) {
+        (self.uid, self.gid)
+    }
+}
+
+impl Filesystem for Driver {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.tree.lookup(parent.0, name.as_bytes()) {
+            Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
+            Ok(Lookup::Later) => self.lot.park(Parked {
+                job: None,
+                pid: req.pid(),
+                deadline: Instant::now() + LOOKUP_PATIENCE,
+                op: Op::Lookup {
+                    parent: parent.0,
+                    name: name.to_os_string(),
+                    reply,
+                },
+            }),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.tree.getattr(ino.0) {
+            Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        if mode.is_some() || uid.is_some() || gid.is_some() {
+            return reply.error(Errno::EPERM);
+        }
+        match self.tree.setattr(ino.0, size) {
+            Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // The mode constants are u16 on macOS and u32 on Linux.
+        #[allow(clippy::unnecessary_cast)]
+        let (format, regular) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
+        if mode & format != regular {
+            return reply.error(Errno::EPERM);
+        }
+        match self.tree.create(parent.0, name.as_bytes(), false) {
+            Ok((attr, opened)) => {
+                self.tree.release(opened.fh);
+                reply_entry(reply, &attr, self.owner());
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.tree.unlink(parent.0, name.as_bytes()) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.tree.rmdir(parent.0, name.as_bytes()) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        #[cfg(target_os = "linux")]
+        if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+            return reply.error(Errno::EINVAL);
+        }
+        let _ = flags;
+        match self
+            .tree
+            .rename(parent.0, name.as_bytes(), newparent.0, newname.as_bytes())
+        {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.tree.open(ino.0, wants_write(flags.0)) {
+            Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(opened.direct_io)),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.tree.read(fh.0, offset, size) {
+            Ok(Read::Data(bytes)) => reply.data(&bytes),
+            Ok(Read::Pending { job }) => self.lot.park(Parked {
+                job: Some(job),
+                pid: req.pid(),
+                deadline: Instant::now() + self.tree.config().wait_timeout,
+                op: Op::Read {
+                    fh: fh.0,
+                    offset,
+                    size,
+                    reply,
+                },
+            }),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.tree.write(fh.0, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.tree.flush(fh.0) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.tree.release(fh.0);
+        reply.ok();
+        let _ = self.lot.wake.send(Wake::Released);
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.tree.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        match self.tree.readdir(fh.0, offset) {
+            Ok(entries) => {
+                for (index, (ino, kind, name)) in entries.into_iter().enumerate() {
+                    let kind = match kind {
+                        Kind::Dir => FileType::Directory,
+                        Kind::File => FileType::RegularFile,
+                    };
+                    if reply.add(INodeNo(ino), offset + index as u64 + 1, kind, name) {
+                        break;
+                    }
+                }
+                reply.ok();
+            }
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.tree.releasedir(fh.0);
+        reply.ok();
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self
+            .tree
+            .create(parent.0, name.as_bytes(), wants_write(flags))
+        {
+            Ok((attr, opened)) => reply.created(
+                &TTL,
+                &file_attr(&attr, self.owner()),
+                Generation(0),
+                FileHandle(opened.fh),
+                open_flags(opened.direct_io),
+            ),
+            Err(e) => reply.error(errno(e)),
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Per-command limits written in the command itself, as leading comment lines the shell
+//! ignores: `#terminalfs timeout=10m memory=2G keep=1h` (also `# terminalfs ...`).
+//!
+//! Only the top of the text is read: a `#!` first line and blank lines are skipped, other
+//! comments are passed over, and scanning stops at the first line that is neither blank nor
+//! a comment, so a directive further down is an ordinary comment. Each directive line holds
+//! space-separated `key=value` pairs; the keys are `timeout` (a duration), `memory` (a size)
+//! and `keep` (a duration), read with the same units as the command line. A later pair
+//! overrides an earlier one. Any unknown key or bad value refuses the command, with a
+//! reason naming it, rather than running it with a limit silently missing.
+
+use std::time::Duration;
+
+use crate::units::{parse_duration, parse_size};
+
+/// Limits a command sets for itself; `None` leaves the driver's setting in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Directives {
+    /// Stop the command after this long.
+    pub timeout: Option<Duration>,
+    /// Memory limit in bytes.
+    pub memory: Option<u64>,
+    /// How long to keep the command's directory once it has stopped and is not in use.
+    pub keep: Option<Duration>,
+}
+
+/// Reads the `#terminalfs` lines at the top of a command.
+pub fn parse_directives(text: &str) -> Result<Directives, String> {
+    let mut directives = Directives::default();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if index == 0 && line.starts_with("#!") {
+            continue;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let Some(comment) = line.strip_prefix('#') else {
+            break;
+        };
+        let Some(pairs) = comment.trim_start().strip_prefix("terminalfs") else {
+            continue;
+        };
+        if !(pairs.is_empty() || pairs.starts_with(char::is_whitespace)) {
+            continue;
+        }
+        for pair in pairs.split_whitespace() {
+            apply(&mut directives, pair)?;
+        }
+    }
+    Ok(directives)
+}
+
+fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
+    let Some((key, value)) = pair.split_once('=') else {
+        return Err(format!(
+            "the #terminalfs directive '{pair}' is not key=value (keys: timeout, memory, keep)"
+        ));
+    };
+    let bad = |err: String| format!("the #terminalfs directive {key}={value} is not valid: {err}");
+    match key {
+        "timeout" => {
+            let timeout = parse_duration(value).map_err(bad)?;
+            if timeout.is_zero() {
+                return Err(bad("a timeout must be longer than zero".to_owned()));
+            }
+            directives.timeout = Some(timeout);
+        }
+        "memory" => {
+            let memory = parse_size(value).map_err(bad)?;
+            if memory == 0 {
+                return Err(bad("a memory limit must be more than zero".to_owned()));
+            }
+            directives.memory = Some(memory);
+        }
+        "keep" => directives.keep = Some(parse_duration(value).map_err(bad)?),
+        _ => {
+            return Err(format!(
+                "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \
+                 keep)"
+            ))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_directives() {
+        for text in [
+            "",
+            "make",
+            "\n\n",
+            "# just a comment\nmake",
+            "make\n#terminalfs x=1",
+        ] {
+            assert_eq!(parse_directives(text), Ok(Directives::default()), "{text}");
+        }
+    }
+
+    #[test]
+    fn all_keys() {
+        let d = parse_directives("#terminalfs timeout=10m memory=2G keep=1h\nmake")
+            .expect("valid directives");
+        assert_eq!(d.timeout, Some(Duration::from_secs(600)));
+        assert_eq!(d.memory, Some(2 << 30));
+        assert_eq!(d.keep, Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn shebang_blank_lines_and_other_comments_are_skipped() {
+        let text = "#!/bin/bash\n\n# build it\n# terminalfs timeout=5s\n  #terminalfs keep=0\n\
+                    cargo build\n#terminalfs memory=1k\n";
+        let d = parse_directives(text).expect("valid directives");
+        assert_eq!(d.timeout, Some(Duration::from_secs(5)));
+        assert_eq!(d.keep, Some(Duration::ZERO));
+        assert_eq!(d.memory, None);
+    }
+
+    #[test]
+    fn later_pairs_override_and_crlf_is_fine() {
+        let d = parse_directives("#terminalfs timeout=1s\r\n#terminalfs timeout=2s\r\nls")
+            .expect("valid directives");
+        assert_eq!(d.timeout, Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_similar_comment_is_not_a_directive() {
+        let d =
+            parse_directives("#terminalfsx timeout=oops\n#terminalfs\nls").expect("not directives");
+        assert_eq!(d, Directives::default());
+    }
+
+    #[test]
+    fn errors_name_the_key_or_value() {
+        for (text, needle) in [
+            ("#terminalfs color=red", "color"),
+            ("#terminalfs timeout=soon", "timeout=soon"),
+            ("#terminalfs timeout=0", "timeout=0"),
+            ("#terminalfs memory=lots", "memory=lots"),
+            ("#terminalfs memory=0", "memory=0"),
+            ("#terminalfs keep=-1", "keep=-1"),
+            ("#terminalfs timeout", "'timeout'"),
+            ("#terminalfs =5", "unknown key ''"),
+            ("# terminalfs timeout=1s bogus=2\nls", "bogus"),
+        ] {
+            let err = parse_directives(text).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

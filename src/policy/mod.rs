@@ -1,0 +1,326 @@
+//! Policy: the settings file, deny/ask/allow rules, the shell-aware splitter, per-command
+//! directives and the audit log. Nothing here knows about FUSE or processes.
+//!
+//! [`Policy`] is the one object the rest of the driver holds (in an `Arc`): it owns the
+//! rules read from the settings file, answers [`Policy::check`] for command text, and
+//! reloads the file when it changes, keeping the rules in force when an edit does not parse
+//! or the file disappears. A check runs every rule against the whole text and against every
+//! simple command [`splitter::split`] finds in it. Deny rules come first, then ask rules
+//! (which refuse too, as nobody is there to answer), then, under `--allowlist`, every
+//! simple command must match an allow rule. None of this is a sandbox: it catches the
+//! commands an agent should not run by mistake, not an adversary.
+
+pub mod audit;
+pub mod directives;
+pub mod rules;
+pub mod settings;
+pub mod splitter;
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::{Mutex, RwLock};
+
+pub use audit::{default_audit_path, rfc3339, Audit};
+pub use directives::{parse_directives, Directives};
+pub use rules::Rule;
+pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
+pub use splitter::{simple_commands, SimpleCommand};
+
+/// The answer to "may this text run?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Refuse it. `rule` is the entry that refused it, when one did; `reason` is the
+    /// sentence shown in `cmd/<name>/reason`.
+    Deny {
+        rule: Option<String>,
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// Whether the command may run.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allow)
+    }
+}
+
+/// The reason given for text that holds no command.
+pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
+
+/// The rules of one settings file, kept current while the driver runs.
+#[derive(Debug)]
+pub struct Policy {
+    /// The settings file, absolute.
+    path: PathBuf,
+    /// Whether every simple command must match an allow rule.
+    allowlist: bool,
+    /// The rules in force. A check clones the `Arc` and lets go at once; a reload swaps it.
+    rules: RwLock<Arc<RuleSet>>,
+    /// What the file looked like at the last look. Held for a whole reload (stat, read,
+    /// parse), so reloads run one at a time; checks never take it.
+    seen: Mutex<Seen>,
+    /// Dropped by [`Policy::stop`], which wakes and ends every reloader thread.
+    stop_sender: Mutex<Option<Sender<()>>>,
+    stop_receiver: Receiver<()>,
+}
+
+/// The settings file as last seen: its identity and content, or absent.
+#[derive(Debug, Default)]
+struct Seen {
+    /// None when the file could not be read at the last look (that has been logged).
+    stamp: Option<Stamp>,
+    bytes: Vec<u8>,
+}
+
+/// What identifies one version of the file without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    device: u64,
+    inode: u64,
+    length: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        Stamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            length: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether the file changed so recently that a second write within the same clock tick
+    /// could have left the stamp as it is; such a file is compared by content too.
+    fn is_recent(&self) -> bool {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.modified.0.max(self.changed.0) >= now - 2
+    }
+}
+
+impl Policy {
+    /// Reads the settings file at `path`. Under `allowlist`, every simple command must match
+    /// an allow rule. The error names the file and says what is wrong with it.
+    pub fn load(path: &Path, allowlist: bool) -> Result<Policy, String> {
+        let path = std::path::absolute(path)
+            .map_err(|err| format!("cannot resolve settings path {}: {err}", path.display()))?;
+        let meta = fs::metadata(&path)
+            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
+        let bytes = fs::read(&path)
+            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
+        let rules = parse_bytes(&path, &bytes)?;
+        let (stop_sender, stop_receiver) = crossbeam_channel::bounded(0);
+        Ok(Policy {
+            path,
+            allowlist,
+            rules: RwLock::new(Arc::new(rules)),
+            seen: Mutex::new(Seen {
+                stamp: Some(Stamp::of(&meta)),
+                bytes,
+            }),
+            stop_sender: Mutex::new(Some(stop_sender)),
+            stop_receiver,
+        })
+    }
+
+    /// The settings file (absolute).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether `--allowlist` is on.
+    pub fn allowlist(&self) -> bool {
+        self.allowlist
+    }
+
+    /// The rules in force now.
+    pub fn rules(&self) -> Arc<RuleSet> {
+        self.rules.read().clone()
+    }
+
+    /// How many rules are in force: deny and ask, and allow under `--allowlist`.
+    pub fn rule_count(&self) -> usize {
+        self.count(&self.rules())
+    }
+
+    fn count(&self, rules: &RuleSet) -> usize {
+        rules.deny.len() + rules.ask.len() + if self.allowlist { rules.allow.len() } else { 0 }
+    }
+
+    /// Decides whether command text may run. Bytes that are not UTF-8 are read lossily.
+    pub fn check(&self, text: &[u8]) -> Verdict {
+        let text = String::from_utf8_lossy(text);
+        if text.trim().is_empty() {
+            return Verdict::Deny {
+                rule: None,
+                reason: NO_COMMAND_REASON.to_owned(),
+            };
+        }
+        let rules = self.rules();
+        let commands = splitter::split(&text);
+        let mut candidates = vec![rules::normalize(&text)];
+        for command in &commands {
+            for form in &command.forms {
+                let form = rules::normalize(form);
+                if !candidates.contains(&form) {
+                    candidates.push(form);
+                }
+            }
+        }
+        if let Some(rule) = first_match(&rules.deny, &candidates) {
+            return Verdict::Deny {
+                rule: Some(rule.text().to_owned()),
+                reason: format!(
+                    "denied by rule '{}' in {}",
+                    rule.text(),
+                    self.path.display()
+                ),
+            };
+        }
+        if let Some(rule) = first_match(&rules.ask, &candidates) {
+            return Verdict::Deny {
+                rule: Some(rule.text().to_owned()),
+                reason: format!(
+                    "refused by 'ask' rule '{}' in {}: it needs a confirmation and nobody is \
+                     here to give one",
+                    rule.text(),
+                    self.path.display()
+                ),
+            };
+        }
+        if self.allowlist {
+            for command in commands.iter().filter(|c| !c.transparent) {
+                let allowed = command.innermost.iter().any(|form| {
+                    let form = rules::normalize(form);
+                    rules
+                        .allow
+                        .iter()
+                        .any(|rule| rule.matches_normalized(&form))
+                });
+                if !allowed {
+                    let shown = command.forms.first().map(String::as_str).unwrap_or("");
+                    return Verdict::Deny {
+                        rule: None,
+                        reason: format!(
+                            "'{}' matches no allow rule in {} (running with --allowlist)",
+                            rules::normalize(shown),
+                            self.path.display()
+                        ),
+                    };
+                }
+            }
+        }
+        Verdict::Allow
+    }
+
+    /// Looks at the settings file and reloads it if it changed. Returns a line to log when
+    /// something happened: the rules were reloaded, or a change could not be loaded and the
+    /// old rules stay in force (said once per change, not on every call). None when the file
+    /// is as it was.
+    pub fn reload_if_changed(&self) -> Option<String> {
+        let mut seen = self.seen.lock();
+        let looked = fs::metadata(&self.path).and_then(|meta| {
+            let stamp = Stamp::of(&meta);
+            if seen.stamp == Some(stamp) && !stamp.is_recent() {
+                return Ok((stamp, None));
+            }
+            Ok((stamp, Some(fs::read(&self.path)?)))
+        });
+        let (stamp, bytes) = match looked {
+            Ok((_, None)) => return None,
+            Ok((stamp, Some(bytes))) => (stamp, bytes),
+            Err(err) => {
+                if seen.stamp.is_none() {
+                    return None;
+                }
+                seen.stamp = None;
+                seen.bytes.clear();
+                return Some(format!(
+                    "settings file {} cannot be read ({err}); keeping the {} rules in force",
+                    self.path.display(),
+                    self.rule_count()
+                ));
+            }
+        };
+        if seen.stamp == Some(stamp) && seen.bytes == bytes {
+            return None;
+        }
+        let parsed = parse_bytes(&self.path, &bytes);
+        seen.stamp = Some(stamp);
+        seen.bytes = bytes;
+        match parsed {
+            Ok(rules) => {
+                let count = self.count(&rules);
+                *self.rules.write() = Arc::new(rules);
+                Some(format!(
+                    "settings reloaded from {}: {count} rules",
+                    self.path.display()
+                ))
+            }
+            Err(err) => Some(format!(
+                "{err}; keeping the {} rules in force",
+                self.rule_count()
+            )),
+        }
+    }
+
+    /// Starts a thread that calls [`Policy::reload_if_changed`] every `every` and passes each
+    /// line it returns to `log`, until [`Policy::stop`] is called or the policy is dropped.
+    pub fn spawn_reloader(
+        self: &Arc<Self>,
+        every: Duration,
+        log: impl Fn(&str) + Send + 'static,
+    ) -> JoinHandle<()> {
+        let policy: Weak<Policy> = Arc::downgrade(self);
+        let stop = self.stop_receiver.clone();
+        std::thread::Builder::new()
+            .name("terminalfs-settings".to_owned())
+            .spawn(move || loop {
+                match stop.recv_timeout(every) {
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+                }
+                let Some(policy) = policy.upgrade() else {
+                    return;
+                };
+                if let Some(line) = policy.reload_if_changed() {
+                    log(&line);
+                }
+            })
+            .expect("the OS has room for one more thread at startup")
+    }
+
+    /// Ends every reloader thread promptly (they return within one wake-up).
+    pub fn stop(&self) {
+        self.stop_sender.lock().take();
+    }
+}
+
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<RuleSet, String> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|err| format!("settings file {} is not UTF-8: {err}", path.display()))?;
+    RuleSet::parse(text).map_err(|err| format!("settings file {}: {err}", path.display()))
+}
+
+/// The first rule, in file order, that matches any of the (normalised) candidates.
+fn first_match<'r>(rules: &'r [Rule], candidates: &[String]) -> Option<&'r Rule> {
+    rules
+        .iter()
+        .find(|rule| candidates.iter().any(|c| rule.matches_normalized(c)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,302 @@
+//! One permission rule, parsed from an entry of a Claude Code settings file, and matched
+//! against one normalised command.
+//!
+//! Only `Bash` entries make rules; entries for other tools (`Read(...)`, `WebFetch(...)`,
+//! `mcp__server__tool`) are recognised and skipped so one file can serve both. A `Bash`
+//! entry has one of four shapes: bare `Bash` or `Bash(*)` matches everything;
+//! `Bash(git push:*)` is a prefix that ends at a word boundary; a pattern holding `*`, `?`
+//! or `[` is a glob anchored at both ends in which `*` also crosses `/` and spaces (a `\`
+//! escapes the next character); anything else must equal the command. Runs of whitespace
+//! compare as one space on both sides, and both sides are trimmed. Matching is
+//! case-sensitive.
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// A parsed `Bash(...)` permission rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    text: String,
+    shape: Shape,
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    /// `Bash`, `Bash(*)`, `Bash(:*)`.
+    Everything,
+    /// `Bash(prefix:*)` without glob characters in the prefix.
+    Prefix(String),
+    /// `Bash(pattern:*)` whose pattern has glob characters: the pattern alone, or followed
+    /// by a space and anything.
+    GlobPrefix(GlobMatcher, GlobMatcher),
+    /// A pattern with glob characters.
+    Glob(GlobMatcher),
+    /// Anything else.
+    Exact(String),
+}
+
+impl Rule {
+    /// Parses one permission entry. `Ok(None)` for an entry about another tool; an error
+    /// naming the entry when it is malformed.
+    pub fn parse(entry: &str) -> Result<Option<Rule>, String> {
+        let trimmed = entry.trim();
+        if trimmed.is_empty() {
+            return Err("empty permission entry".to_owned());
+        }
+        let (tool, argument) = match trimmed.find('(') {
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(format!(
+                        "permission entry '{entry}' does not end with ')' to close its '('"
+                    ));
+                };
+                (&trimmed[..open], Some(inner))
+            }
+            None => (trimmed, None),
+        };
+        if tool.is_empty() || tool.contains(|c: char| c.is_whitespace() || c == ')') {
+            return Err(format!(
+                "permission entry '{entry}' does not start with a tool name such as Bash"
+            ));
+        }
+        if tool != "Bash" {
+            if tool.eq_ignore_ascii_case("bash") {
+                return Err(format!(
+                    "permission entry '{entry}' names the tool '{tool}'; tool names are \
+                     case-sensitive, write 'Bash'"
+                ));
+            }
+            return Ok(None);
+        }
+        let shape = match argument {
+            None => Shape::Everything,
+            Some(pattern) => Self::shape(entry, pattern)?,
+        };
+        Ok(Some(Rule {
+            text: entry.to_owned(),
+            shape,
+        }))
+    }
+
+    fn shape(entry: &str, pattern: &str) -> Result<Shape, String> {
+        let pattern = normalize(pattern);
+        if pattern.is_empty() {
+            return Err(format!(
+                "permission entry '{entry}' has an empty pattern; write 'Bash' to match \
+                 every command"
+            ));
+        }
+        if pattern == "*" {
+            return Ok(Shape::Everything);
+        }
+        if let Some(prefix) = pattern.strip_suffix(":*") {
+            let prefix = normalize(prefix);
+            if prefix.is_empty() {
+                return Ok(Shape::Everything);
+            }
+            if !has_glob_characters(&prefix) {
+                return Ok(Shape::Prefix(prefix));
+            }
+            let alone = glob(entry, &prefix)?;
+            let followed = glob(entry, &format!("{prefix} *"))?;
+            return Ok(Shape::GlobPrefix(alone, followed));
+        }
+        if has_glob_characters(&pattern) {
+            return Ok(Shape::Glob(glob(entry, &pattern)?));
+        }
+        Ok(Shape::Exact(pattern))
+    }
+
+    /// Whether the rule matches one command (normalised here, so any spacing will do).
+    pub fn matches(&self, command: &str) -> bool {
+        if let Shape::Everything = self.shape {
+            return true;
+        }
+        self.matches_normalized(&normalize(command))
+    }
+
+    /// [`Rule::matches`] for a command already passed through [`normalize`].
+    pub fn matches_normalized(&self, command: &str) -> bool {
+        match &self.shape {
+            Shape::Everything => true,
+            Shape::Prefix(prefix) => match command.strip_prefix(prefix.as_str()) {
+                Some(rest) => rest.is_empty() || rest.starts_with(' '),
+                None => false,
+            },
+            Shape::GlobPrefix(alone, followed) => {
+                alone.is_match(command) || followed.is_match(command)
+            }
+            Shape::Glob(matcher) => matcher.is_match(command),
+            Shape::Exact(exact) => *exact == command,
+        }
+    }
+
+    /// The entry exactly as it was written in the settings file.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Collapses every run of whitespace to one space and trims both ends.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+fn has_glob_characters(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '['])
+}
+
+/// Compiles an anchored glob in which `*` crosses `/`; braces are literal characters.
+fn glob(entry: &str, pattern: &str) -> Result<GlobMatcher, String> {
+    let mut escaped = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        if matches!(c, '{' | '}' | ',') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    GlobBuilder::new(&escaped)
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|err| format!("permission entry '{entry}' has a bad glob pattern: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(entry: &str) -> Rule {
+        Rule::parse(entry)
+            .expect("the test entry parses")
+            .expect("the test entry is a Bash rule")
+    }
+
+    #[test]
+    fn other_tools_are_skipped() {
+        for entry in [
+            "Read(./secrets/**)",
+            "WebFetch(domain:example.com)",
+            "Edit",
+            "Write(src/*)",
+            "mcp__github__create_issue",
+            "  Read  ",
+            "Glob()",
+        ] {
+            assert!(
+                Rule::parse(entry).expect("other tools parse").is_none(),
+                "{entry}"
+            );
+        }
+    }
+
+    #[test]
+    fn malformed_entries_are_errors_naming_the_entry() {
+        for entry in [
+            "",
+            "   ",
+            "Bash(",
+            "Bash()",
+            "Bash(  )",
+            "Bash(foo",
+            "Bash(foo)x",
+            "(sudo)",
+            "bash(sudo:*)",
+            "BASH",
+            "Read(",
+            "Bash(echo [)",
+        ] {
+            let err = Rule::parse(entry).expect_err(entry);
+            if !entry.trim().is_empty() {
+                assert!(err.contains(entry), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn everything_shapes() {
+        for entry in ["Bash", "Bash(*)", "Bash(:*)", " Bash "] {
+            let r = rule(entry);
+            assert!(r.matches("anything at all"));
+            assert!(r.matches(""));
+            assert_eq!(r.text(), entry);
+        }
+    }
+
+    #[test]
+    fn prefix_ends_at_a_word_boundary() {
+        let r = rule("Bash(git push:*)");
+        assert!(r.matches("git push"));
+        assert!(r.matches("git push origin main"));
+        assert!(r.matches("  git   push\torigin "));
+        assert!(!r.matches("git pushover"));
+        assert!(!r.matches("git pul"));
+        assert!(!r.matches("echo git push"));
+    }
+
+    #[test]
+    fn globs_are_anchored_and_cross_slashes() {
+        let r = rule("Bash(rm -rf /*)");
+        assert!(r.matches("rm -rf /"));
+        assert!(r.matches("rm -rf /home"));
+        assert!(r.matches("rm -rf /home/user/x"));
+        assert!(!r.matches("echo rm -rf /"));
+        assert!(!r.matches("rm -rf ./x"));
+        let literal = rule("Bash(rm -rf /[*])");
+        assert!(literal.matches("rm -rf /*"));
+        assert!(!literal.matches("rm -rf /home"));
+        let question = rule("Bash(ls ?)");
+        assert!(question.matches("ls a"));
+        assert!(!question.matches("ls ab"));
+        let braces = rule("Bash(rm -rf ${HOME}/*)");
+        assert!(braces.matches("rm -rf ${HOME}/x"));
+        assert!(!braces.matches("rm -rf HOME/x"));
+        let middle = rule("Bash(git push * --force)");
+        assert!(middle.matches("git push origin --force"));
+        assert!(!middle.matches("git push --force"));
+    }
+
+    #[test]
+    fn glob_prefix() {
+        let r = rule("Bash(git * push:*)");
+        assert!(r.matches("git -C x push"));
+        assert!(r.matches("git -C x push origin"));
+        assert!(!r.matches("git -C x pushover"));
+    }
+
+    #[test]
+    fn exact_matches_whole_command_only() {
+        let r = rule("Bash(halt)");
+        assert!(r.matches("halt"));
+        assert!(r.matches("  halt "));
+        assert!(!r.matches("halt now"));
+        assert!(!r.matches("shalt"));
+        let spaced = rule("Bash(  echo   a  b )");
+        assert!(spaced.matches("echo a b"));
+        assert!(spaced.matches("echo  a\tb"));
+        assert!(!spaced.matches("echo ab"));
+        let colon = rule("Bash(npm run test:unit)");
+        assert!(colon.matches("npm run test:unit"));
+        assert!(!colon.matches("npm run test"));
+    }
+
+    #[test]
+    fn parentheses_inside_the_pattern() {
+        let r = rule("Bash(echo (a):*)");
+        assert!(r.matches("echo (a) b"));
+    }
+
+    #[test]
+    fn normalize_collapses_whitespace() {
+        assert_eq!(normalize("  a \t b\n\nc  "), "a b c");
+        assert_eq!(normalize(""), "");
+        assert_eq!(normalize(" \n "), "");
+    }
+}

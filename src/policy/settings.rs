@@ -1,0 +1,385 @@
+//! The settings file: Claude Code's shape, `{"permissions": {"deny": [...], "ask": [...],
+//! "allow": [...]}}`, read into a [`RuleSet`]; the default list written by
+//! `--init-settings`; and where the settings file lives when no flag says otherwise.
+//!
+//! Keys other than `permissions` and its three lists are ignored, and so are entries for
+//! tools other than `Bash`, so a harness's file can be used whole. Anything of the wrong
+//! type, and any `Bash` entry that does not parse, makes the whole file invalid: a deny list
+//! that silently lost an entry would be worse than none.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::rules::Rule;
+
+pub use super::audit::default_audit_path;
+
+/// The rules of one settings file, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    /// Commands refused outright.
+    pub deny: Vec<Rule>,
+    /// Commands that would need a confirmation; refused too, since nobody is there to ask.
+    pub ask: Vec<Rule>,
+    /// Commands allowed under `--allowlist`; ignored otherwise.
+    pub allow: Vec<Rule>,
+}
+
+impl RuleSet {
+    /// Parses the text of a settings file. `{}` is valid and has no rules.
+    pub fn parse(json_text: &str) -> Result<RuleSet, String> {
+        let value: Value =
+            serde_json::from_str(json_text).map_err(|err| format!("not valid JSON: {err}"))?;
+        let Value::Object(top) = value else {
+            return Err(format!(
+                "the top level must be a JSON object like {{\"permissions\": {{\"deny\": \
+                 [...]}}}}, not {}",
+                kind(&value)
+            ));
+        };
+        let Some(permissions) = top.get("permissions") else {
+            return Ok(RuleSet::default());
+        };
+        let Value::Object(permissions) = permissions else {
+            return Err(format!(
+                "\"permissions\" must be an object with \"deny\", \"ask\" and \"allow\" lists, \
+                 not {}",
+                kind(permissions)
+            ));
+        };
+        Ok(RuleSet {
+            deny: rule_list(permissions.get("deny"), "deny")?,
+            ask: rule_list(permissions.get("ask"), "ask")?,
+            allow: rule_list(permissions.get("allow"), "allow")?,
+        })
+    }
+
+    /// Reads and parses a settings file; errors name the file.
+    pub fn load(path: &Path) -> Result<RuleSet, String> {
+        let text = fs::read_to_string(path)
+            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
+        RuleSet::parse(&text).map_err(|err| format!("settings file {}: {err}", path.display()))
+    }
+
+    /// How many rules there are in all three lists.
+    pub fn len(&self) -> usize {
+        self.deny.len() + self.ask.len() + self.allow.len()
+    }
+
+    /// Whether all three lists are empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn rule_list(value: Option<&Value>, key: &str) -> Result<Vec<Rule>, String> {
+    let entries = match value {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(other) => {
+            return Err(format!(
+                "\"permissions.{key}\" must be a list of strings, not {}",
+                kind(other)
+            ))
+        }
+    };
+    let mut rules = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let Value::String(entry) = entry else {
+            return Err(format!(
+                "\"permissions.{key}\"[{index}] must be a string such as \"Bash(sudo:*)\", \
+                 not {}",
+                kind(entry)
+            ));
+        };
+        match Rule::parse(entry) {
+            Ok(Some(rule)) => rules.push(rule),
+            Ok(None) => {}
+            Err(err) => return Err(format!("\"permissions.{key}\"[{index}]: {err}")),
+        }
+    }
+    Ok(rules)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The deny entries of the default settings file.
+const DEFAULT_DENY: &[&str] = &[
+    // Becoming someone else.
+    "Bash(sudo:*)",
+    "Bash(su:*)",
+    "Bash(doas:*)",
+    "Bash(pkexec:*)",
+    // Deleting everything. `[*]` is a literal star: `rm -rf /*` as typed, not any path.
+    "Bash(rm -rf /)",
+    "Bash(rm -rf / *)",
+    "Bash(rm -rf /[*])",
+    "Bash(rm -fr /)",
+    "Bash(rm -fr /[*])",
+    "Bash(rm -rf ~)",
+    "Bash(rm -rf ~/)",
+    "Bash(rm -rf ~/[*])",
+    "Bash(rm -fr ~)",
+    "Bash(rm -fr ~/[*])",
+    "Bash(rm -rf $HOME)",
+    "Bash(rm -rf $HOME/)",
+    "Bash(rm -rf $HOME/[*])",
+    "Bash(rm -rf ${HOME})",
+    "Bash(rm -rf ${HOME}/[*])",
+    "Bash(rm -fr $HOME)",
+    "Bash(*--no-preserve-root*)",
+    // Stopping the machine.
+    "Bash(shutdown:*)",
+    "Bash(reboot:*)",
+    "Bash(halt:*)",
+    "Bash(poweroff:*)",
+    "Bash(systemctl poweroff:*)",
+    "Bash(systemctl reboot:*)",
+    "Bash(systemctl halt:*)",
+    // Overwriting disks.
+    "Bash(mkfs:*)",
+    "Bash(mkfs.*)",
+    "Bash(dd:*)",
+    // Rewriting shared history.
+    "Bash(git push --force:*)",
+    "Bash(git push -f:*)",
+    "Bash(git push *--force*)",
+    "Bash(git push * -f)",
+    "Bash(git push * -f *)",
+    // A shell reading its script from a pipe (`curl ... | sh`).
+    "Bash(sh)",
+    "Bash(bash)",
+    "Bash(zsh)",
+    "Bash(dash)",
+    "Bash(sh -)",
+    "Bash(bash -)",
+    "Bash(sh -s:*)",
+    "Bash(bash -s:*)",
+    // Opening the whole disk to everyone.
+    "Bash(chmod -R 777 /)",
+    "Bash(chmod 777 -R /)",
+    "Bash(chmod -R a+rwx /)",
+];
+
+/// The text `--init-settings` writes: pretty JSON in Claude Code's shape with a deny list
+/// of commands an agent should never run unattended, and empty `ask` and `allow` lists.
+pub fn default_settings_json() -> String {
+    let mut out = String::from("{\n  \"permissions\": {\n    \"deny\": [\n");
+    for (index, entry) in DEFAULT_DENY.iter().enumerate() {
+        let quoted = Value::String((*entry).to_owned()).to_string();
+        out.push_str("      ");
+        out.push_str(&quoted);
+        if index + 1 < DEFAULT_DENY.len() {
+            out.push(',');
+        }
+        out.push('\n');
+    }
+    out.push_str("    ],\n    \"ask\": [],\n    \"allow\": []\n  }\n}\n");
+    out
+}
+
+/// Writes the default settings file at `path` with mode 0600, creating its parent
+/// directories (mode 0700). Refuses to touch a file that exists.
+pub fn init_settings(path: &Path) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|err| format!("cannot create directory {}: {err}", parent.display()))?;
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|err| {
+            if err.kind() == std::io::ErrorKind::AlreadyExists {
+                format!(
+                    "settings file {} already exists; not overwriting it",
+                    path.display()
+                )
+            } else {
+                format!("cannot create settings file {}: {err}", path.display())
+            }
+        })?;
+    file.write_all(default_settings_json().as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|err| format!("cannot write settings file {}: {err}", path.display()))
+}
+
+/// `$XDG_CONFIG_HOME/terminalfs/settings.json`, or `~/.config/terminalfs/settings.json`.
+pub fn default_settings_path() -> PathBuf {
+    xdg_dir("XDG_CONFIG_HOME", ".config").join("terminalfs/settings.json")
+}
+
+/// The directory an XDG variable names when it holds an absolute path, else `~/<fallback>`.
+pub(crate) fn xdg_dir(variable: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(variable).map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => home_dir().join(fallback),
+    }
+}
+
+/// `$HOME`, else the home directory in the password database, else `/`.
+pub(crate) fn home_dir() -> PathBuf {
+    match std::env::var_os("HOME").map(PathBuf::from) {
+        Some(home) if home.is_absolute() => home,
+        _ => password_home().unwrap_or_else(|| PathBuf::from("/")),
+    }
+}
+
+fn password_home() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let mut buffer = vec![0u8; 4096];
+    // SAFETY: `passwd` is plain old data, valid when zeroed.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer refers to memory owned here and lives across the call; the
+    // buffer length passed is the buffer's real length.
+    let status = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut entry,
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            &mut result,
+        )
+    };
+    if status != 0 || result.is_null() || entry.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: on success `pw_dir` points at a NUL-terminated string inside `buffer`.
+    let dir = unsafe { CStr::from_ptr(entry.pw_dir) };
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn empty_object_is_empty() {
+        let rules = RuleSet::parse("{}").expect("{} parses");
+        assert!(rules.is_empty());
+        let rules = RuleSet::parse(r#"{"permissions": {}}"#).expect("empty permissions");
+        assert!(rules.is_empty());
+    }
+
+    #[test]
+    fn lists_are_read_and_other_tools_skipped() {
+        let rules = RuleSet::parse(
+            r#"{"model": "x", "permissions": {"deny": ["Bash(sudo:*)", "Read(./.env)"],
+               "ask": ["Bash(git push:*)"], "allow": ["Bash(ls)", "WebFetch"],
+               "defaultMode": "plan"}, "env": {"A": "1"}}"#,
+        )
+        .expect("valid settings");
+        assert_eq!(rules.deny.len(), 1);
+        assert_eq!(rules.ask.len(), 1);
+        assert_eq!(rules.allow.len(), 1);
+        assert_eq!(rules.deny[0].text(), "Bash(sudo:*)");
+        assert_eq!(rules.len(), 3);
+    }
+
+    #[test]
+    fn wrong_shapes_are_errors() {
+        for (text, needle) in [
+            ("", "not valid JSON"),
+            ("{", "not valid JSON"),
+            ("[]", "top level must be a JSON object"),
+            ("\"x\"", "top level"),
+            ("3", "top level"),
+            (
+                r#"{"permissions": []}"#,
+                "\"permissions\" must be an object",
+            ),
+            (
+                r#"{"permissions": "deny"}"#,
+                "\"permissions\" must be an object",
+            ),
+            (
+                r#"{"permissions": {"deny": "Bash(sudo:*)"}}"#,
+                "permissions.deny",
+            ),
+            (r#"{"permissions": {"deny": [3]}}"#, "permissions.deny\"[0]"),
+            (r#"{"permissions": {"ask": [null]}}"#, "permissions.ask"),
+            (r#"{"permissions": {"allow": {}}}"#, "permissions.allow"),
+            (
+                r#"{"permissions": {"deny": ["Bash(ls)", "Bash("]}}"#,
+                "Bash(",
+            ),
+        ] {
+            let err = RuleSet::parse(text).expect_err(text);
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn load_names_the_path() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let missing = dir.path().join("missing.json");
+        let err = RuleSet::load(&missing).expect_err("missing file");
+        assert!(err.contains(&missing.display().to_string()), "{err}");
+        let bad = dir.path().join("bad.json");
+        fs::write(&bad, "[1]").expect("write test file");
+        let err = RuleSet::load(&bad).expect_err("bad file");
+        assert!(err.contains(&bad.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn default_settings_parse_and_deny() {
+        let text = default_settings_json();
+        let rules = RuleSet::parse(&text).expect("the default settings parse");
+        assert_eq!(rules.deny.len(), DEFAULT_DENY.len());
+        assert!(rules.ask.is_empty() && rules.allow.is_empty());
+        let value: Value = serde_json::from_str(&text).expect("default is JSON");
+        assert!(value["permissions"]["deny"].is_array());
+    }
+
+    #[test]
+    fn init_writes_0600_and_refuses_to_overwrite() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("a/b/settings.json");
+        init_settings(&path).expect("first init");
+        let meta = fs::metadata(&path).expect("settings file exists");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let parent = fs::metadata(dir.path().join("a/b")).expect("parent exists");
+        assert_eq!(parent.permissions().mode() & 0o077, 0);
+        fs::write(&path, "{}").expect("overwrite by hand");
+        let err = init_settings(&path).expect_err("second init refuses");
+        assert!(err.contains("already exists"), "{err}");
+        assert_eq!(fs::read_to_string(&path).expect("read back"), "{}");
+        RuleSet::load(&path).expect("still valid");
+    }
+
+    #[test]
+    fn default_paths_end_in_terminalfs() {
+        assert!(default_settings_path().ends_with("terminalfs/settings.json"));
+        assert!(default_settings_path().is_absolute());
+        assert!(default_audit_path().ends_with("terminalfs/audit.jsonl"));
+    }
+
+    #[test]
+    fn password_home_is_absolute_when_found() {
+        if let Some(home) = password_home() {
+            assert!(home.is_absolute());
+        }
+    }
+}

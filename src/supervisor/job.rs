@@ -1,0 +1,275 @@
+//! One command's life as the supervisor sees it: its phase, its three rings and the
+//! facts `result.json` reports. All of it sits behind one lock per job; the pump holds
+//! it only to append a chunk or record an exit, readers only to copy bytes out.
+
+use crate::supervisor::ring::{Ring, View};
+use parking_lot::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Which captured stream a file shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+    /// stdout and stderr interleaved in the order the pump received them.
+    Output,
+}
+
+/// How a command's shell ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit status, 128+N after signal N, or -1 when the shell never started.
+    pub code: i32,
+    pub signal: Option<i32>,
+    pub user_ms: u64,
+    pub sys_ms: u64,
+    pub max_rss_kib: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Spawned; `pid` is the shell and also the process group id.
+    Running { pid: i32 },
+    /// The shell has been reaped (or never started).
+    Stopped(Exit),
+}
+
+/// A copy of everything about a job except its output bytes.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot {
+    pub phase: Phase,
+    pub pid: Option<i32>,
+    pub started_at: Option<SystemTime>,
+    pub finished_at: Option<SystemTime>,
+    pub duration: Option<Duration>,
+    pub killed: bool,
+    pub timed_out: bool,
+    pub reason: Option<String>,
+    /// (bytes written, bytes dropped) for stdout, stderr, output.
+    pub stdout: (u64, u64),
+    pub stderr: (u64, u64),
+    pub output: (u64, u64),
+    /// True while some process still holds the command's stdout or stderr open.
+    pub pipes_open: bool,
+}
+
+struct State {
+    phase: Phase,
+    pid: Option<i32>,
+    stdout: Ring,
+    stderr: Ring,
+    output: Ring,
+    started_at: Option<SystemTime>,
+    started: Option<Instant>,
+    finished_at: Option<SystemTime>,
+    duration: Option<Duration>,
+    killed: bool,
+    timed_out: bool,
+    reason: Option<String>,
+    open_pipes: u8,
+    kill_grace: Duration,
+}
+
+pub struct Job {
+    id: u64,
+    state: Mutex<State>,
+}
+
+impl Job {
+    pub(crate) fn new(id: u64, max_output: usize, kill_grace: Duration) -> Job {
+        Job {
+            id,
+            state: Mutex::new(State {
+                phase: Phase::Running { pid: 0 },
+                pid: None,
+                stdout: Ring::new(max_output),
+                stderr: Ring::new(max_output),
+                output: Ring::new(max_output),
+                started_at: None,
+                started: None,
+                finished_at: None,
+                duration: None,
+                killed: false,
+                timed_out: false,
+                reason: None,
+                open_pipes: 0,
+                kill_grace,
+            }),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn kill_grace(&self) -> Duration {
+        self.state.lock().kill_grace
+    }
+
+    pub(crate) fn mark_started(&self, pid: i32, at: SystemTime, instant: Instant) {
+        let mut state = self.state.lock();
+        state.phase = Phase::Running { pid };
+        state.pid = Some(pid);
+        state.started_at = Some(at);
+        state.started = Some(instant);
+        state.open_pipes = 2;
+    }
+
+    pub(crate) fn mark_failed_to_start(&self, message: &str) {
+        let mut state = self.state.lock();
+        state.stderr.write(message.as_bytes());
+        state.output.write(message.as_bytes());
+        state.phase = Phase::Stopped(Exit {
+            code: -1,
+            signal: None,
+            user_ms: 0,
+            sys_ms: 0,
+            max_rss_kib: 0,
+        });
+        let now = SystemTime::now();
+        state.started_at = Some(now);
+        state.finished_at = Some(now);
+        state.duration = Some(Duration::ZERO);
+        state.reason = Some(
+            message
+                .trim_end()
+                .trim_start_matches("terminalfs: ")
+                .to_string(),
+        );
+    }
+
+    /// Appends a chunk the pump read from one of the command's pipes.
+    pub(crate) fn append(&self, stream: Stream, bytes: &[u8]) {
+        let mut state = self.state.lock();
+        match stream {
+            Stream::Stdout => state.stdout.write(bytes),
+            Stream::Stderr => state.stderr.write(bytes),
+            Stream::Output => {}
+        }
+        state.output.write(bytes);
+    }
+
+    pub(crate) fn pipe_closed(&self) {
+        let mut state = self.state.lock();
+        state.open_pipes = state.open_pipes.saturating_sub(1);
+    }
+
+    pub(crate) fn mark_exited(&self, exit: Exit) {
+        let mut state = self.state.lock();
+        state.finished_at = Some(SystemTime::now());
+        state.duration = state.started.map(|started| started.elapsed());
+        state.phase = Phase::Stopped(exit);
+    }
+
+    /// Records that the time limit was hit; false when the shell had already stopped.
+    pub(crate) fn mark_timed_out(&self) -> bool {
+        let mut state = self.state.lock();
+        if !matches!(state.phase, Phase::Running { .. }) {
+            return false;
+        }
+        state.timed_out = true;
+        state.killed = true;
+        let limit = state.started.map(|s| s.elapsed()).unwrap_or_default();
+        state.reason = Some(format!(
+            "timed out: stopped after {} (TERM, then KILL after the grace period)",
+            crate::units::format_duration(Duration::from_millis(limit.as_millis() as u64))
+        ));
+        true
+    }
+
+    /// Sends `signal` to the job's process group while anything of it may be alive
+    /// (its shell runs, or a descendant still holds its pipes). A non-empty `why` is
+    /// recorded as the reason, but only when the shell itself was still running.
+    /// Returns whether a signal was sent.
+    pub(crate) fn signal_group(&self, signal: i32, why: &str) -> bool {
+        let mut state = self.state.lock();
+        let running = matches!(state.phase, Phase::Running { .. });
+        let Some(pgid) = state.pid else {
+            return false;
+        };
+        if !running && state.open_pipes == 0 {
+            return false;
+        }
+        if running && !why.is_empty() && !state.killed {
+            state.killed = true;
+            state.reason = Some(why.to_string());
+        }
+        // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+        true
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(self.state.lock().phase, Phase::Running { .. })
+    }
+
+    /// True once the shell has stopped and both pipes are closed or drained at exit.
+    pub fn phase(&self) -> Phase {
+        self.state.lock().phase.clone()
+    }
+
+    pub fn snapshot(&self) -> JobSnapshot {
+        let state = self.state.lock();
+        let counts = |ring: &Ring| (ring.end(), ring.dropped());
+        JobSnapshot {
+            phase: state.phase.clone(),
+            pid: state.pid,
+            started_at: state.started_at,
+            finished_at: state.finished_at,
+            duration: state
+                .duration
+                .or_else(|| state.started.map(|s| s.elapsed())),
+            killed: state.killed,
+            timed_out: state.timed_out,
+            reason: state.reason.clone(),
+            stdout: counts(&state.stdout),
+            stderr: counts(&state.stderr),
+            output: counts(&state.output),
+            pipes_open: state.open_pipes > 0,
+        }
+    }
+
+    /// The view a fresh open of `stream` gets.
+    pub fn fresh_view(&self, stream: Stream) -> View {
+        let state = self.state.lock();
+        View::fresh(ring(&state, stream))
+    }
+
+    /// A view's current size.
+    pub fn view_size(&self, stream: Stream, view: &View) -> u64 {
+        let state = self.state.lock();
+        view.size(ring(&state, stream))
+    }
+
+    /// Bytes of a view, plus whether the shell is still running (for blocking reads).
+    pub fn read_view(
+        &self,
+        stream: Stream,
+        view: &View,
+        offset: u64,
+        max: usize,
+    ) -> (Vec<u8>, bool) {
+        let state = self.state.lock();
+        let bytes = view.read(ring(&state, stream), offset, max);
+        (bytes, matches!(state.phase, Phase::Running { .. }))
+    }
+
+    /// Bytes of `stream` by absolute offset (for `follow`, which never shows a notice),
+    /// plus whether the shell is still running.
+    pub fn read_absolute(&self, stream: Stream, offset: u64, max: usize) -> (Vec<u8>, bool) {
+        let state = self.state.lock();
+        let mut out = Vec::new();
+        ring(&state, stream).copy_from(offset, max, &mut out);
+        (out, matches!(state.phase, Phase::Running { .. }))
+    }
+}
+
+fn ring(state: &State, stream: Stream) -> &Ring {
+    match stream {
+        Stream::Stdout => &state.stdout,
+        Stream::Stderr => &state.stderr,
+        Stream::Output => &state.output,
+    }
+}

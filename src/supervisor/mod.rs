@@ -1,0 +1,239 @@
+//! The command supervisor: spawns `<shell> -c <text>` in its own session and process
+//! group, captures stdout and stderr into rings, reaps the shell, and stops the whole
+//! group on request (SIGTERM, then SIGKILL after a grace period).
+//!
+//! It knows nothing about FUSE or the tree. Whoever cares about progress passes a
+//! [`Notify`] callback; it is called with a job id whenever that job gained output or
+//! changed state, from the supervisor's own threads, and must not block.
+//!
+//! Threads: one pump thread polls every pipe (and, on Linux, every pidfd) and owns all
+//! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits.
+//! No thread exists per command, so a finished command leaves none behind.
+
+mod job;
+mod pump;
+pub mod ring;
+mod timer;
+
+pub use job::{Exit, Job, JobSnapshot, Phase, Stream};
+
+use crate::supervisor::pump::Pump;
+use crate::supervisor::timer::{Timer, TimerAction};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{Seek, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Longest command passed inline as `<shell> -c <text>`.
+const MAX_INLINE_COMMAND: usize = 100 * 1024;
+
+/// A close-on-exec descriptor holding `text`, positioned at its start.
+fn script_file(text: &[u8]) -> std::io::Result<OwnedFd> {
+    #[cfg(target_os = "linux")]
+    let file = {
+        // SAFETY: a NUL-terminated name and flags; the result is a new descriptor or -1.
+        let fd = unsafe { libc::memfd_create(c"terminalfs-command".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the descriptor was just created and is owned by nobody else.
+        std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })
+    };
+    #[cfg(not(target_os = "linux"))]
+    let file = {
+        let path =
+            std::env::temp_dir().join(format!("terminalfs-{}-{}", std::process::id(), text.len()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?;
+        file
+    };
+    let mut file = file;
+    file.write_all(text)?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file.into())
+}
+
+/// Called with a job id whenever the job has news; must return quickly.
+pub type Notify = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// What the supervisor needs to run commands, fixed at start.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    pub shell: PathBuf,
+    pub cwd: PathBuf,
+    pub max_output: usize,
+    pub kill_grace: Duration,
+}
+
+/// One command to start.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub name: String,
+    pub text: String,
+    pub env: Vec<(OsString, OsString)>,
+    pub timeout: Option<Duration>,
+}
+
+pub struct Supervisor {
+    config: SupervisorConfig,
+    pump: Pump,
+    timer: Timer,
+    next_id: AtomicU64,
+    notify: Notify,
+    live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>>,
+}
+
+impl Supervisor {
+    pub fn start(config: SupervisorConfig, notify: Notify) -> std::io::Result<Supervisor> {
+        let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
+        let pump = Pump::start(notify.clone(), live.clone())?;
+        let timer = Timer::start();
+        Ok(Supervisor {
+            config,
+            pump,
+            timer,
+            next_id: AtomicU64::new(1),
+            notify,
+            live,
+        })
+    }
+
+    pub fn config(&self) -> &SupervisorConfig {
+        &self.config
+    }
+
+    /// Starts a command. Never fails: a shell that cannot start gives a job that has
+    /// already stopped with exit code -1 and the reason on its stderr.
+    pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let job = Arc::new(Job::new(id, self.config.max_output, self.config.kill_grace));
+        let mut command = Command::new(&self.config.shell);
+        // A kernel limits one argument to 128 KiB; a longer command is handed to the
+        // shell as a script file on descriptor 3 instead of through `-c`.
+        let script = if request.text.len() > MAX_INLINE_COMMAND {
+            match script_file(request.text.as_bytes()) {
+                Ok(fd) => Some(fd),
+                Err(error) => {
+                    job.mark_failed_to_start(&format!(
+                        "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
+                        request.text.len()
+                    ));
+                    (self.notify)(id);
+                    return job;
+                }
+            }
+        } else {
+            None
+        };
+        match &script {
+            Some(_) => command.arg("/dev/fd/3"),
+            None => command.arg("-c").arg(&request.text),
+        };
+        command
+            .current_dir(&self.config.cwd)
+            .envs(request.env.iter().map(|(k, v)| (k, v)))
+            .env("TERMINALFS_NAME", &request.name)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let script_fd = script.as_ref().map(|fd| fd.as_raw_fd());
+        // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl, sigprocmask) that
+        // touch no memory of the parent.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let mut empty: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut empty);
+                libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                if let Some(fd) = script_fd {
+                    if fd == 3 {
+                        libc::fcntl(3, libc::F_SETFD, 0);
+                    } else if libc::dup2(fd, 3) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let spawned = command.spawn();
+        drop(script);
+        match spawned {
+            Ok(mut child) => {
+                let pid = child.id() as i32;
+                let stdout = child.stdout.take().expect("stdout was piped");
+                let stderr = child.stderr.take().expect("stderr was piped");
+                // The pump reaps by pid; dropping `child` neither waits nor kills.
+                drop(child);
+                job.mark_started(pid, SystemTime::now(), Instant::now());
+                self.live.lock().insert(id, job.clone());
+                self.pump.add(job.clone(), pid, stdout, stderr);
+                if let Some(limit) = request.timeout {
+                    self.timer
+                        .schedule(Instant::now() + limit, TimerAction::Timeout(job.clone()));
+                }
+            }
+            Err(error) => {
+                let message = format!(
+                    "terminalfs: cannot start {} -c in {}: {error}\n",
+                    self.config.shell.display(),
+                    self.config.cwd.display()
+                );
+                job.mark_failed_to_start(&message);
+            }
+        }
+        (self.notify)(id);
+        job
+    }
+
+    /// Stops a running job: SIGTERM to its group now, SIGKILL after the grace period.
+    /// Killing a stopped job is not an error and does nothing.
+    pub fn kill(&self, job: &Arc<Job>, why: &str) {
+        if job.signal_group(libc::SIGTERM, why) {
+            self.timer.schedule(
+                Instant::now() + self.config.kill_grace,
+                TimerAction::Kill(job.clone()),
+            );
+            (self.notify)(job.id());
+        }
+    }
+
+    /// Stops every live job and waits (up to the grace period plus a margin) until
+    /// their shells have been reaped.
+    pub fn shutdown(&self) {
+        let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
+        for job in &jobs {
+            self.kill(job, "stopped because terminalfs shut down");
+        }
+        let deadline = Instant::now() + self.config.kill_grace + Duration::from_secs(2);
+        while Instant::now() < deadline && jobs.iter().any(|job| job.is_running()) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for job in &jobs {
+            job.signal_group(libc::SIGKILL, "");
+        }
+    }
+
+    /// Jobs whose shell has not been reaped yet.
+    pub fn live_count(&self) -> usize {
+        self.live.lock().len()
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.timer.stop();
+        self.pump.stop();
+    }
+}

@@ -1,0 +1,120 @@
+//! The supervisor's timer thread: delayed SIGKILLs after the grace period and
+//! per-command time limits. One thread sleeps until the earliest deadline.
+
+use crate::supervisor::job::Job;
+use crossbeam_channel::{Receiver, Sender};
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+pub enum TimerAction {
+    /// SIGKILL the group: the grace period after SIGTERM is over.
+    Kill(Arc<Job>),
+    /// The command's time limit is reached: stop it the same way `kill` does.
+    Timeout(Arc<Job>),
+}
+
+struct Entry {
+    at: Instant,
+    seq: u64,
+    action: TimerAction,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    // Reversed, so the max-heap pops the earliest deadline.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+enum Message {
+    Schedule(Instant, TimerAction),
+    Stop,
+}
+
+pub struct Timer {
+    sender: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Timer {
+    pub fn start() -> Timer {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let resend = sender.clone();
+        let thread = std::thread::Builder::new()
+            .name("tfs-timer".into())
+            .spawn(move || run(receiver, resend))
+            .expect("the timer thread can be spawned at start-up");
+        Timer {
+            sender,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn schedule(&self, at: Instant, action: TimerAction) {
+        let _ = self.sender.send(Message::Schedule(at, action));
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.sender.send(Message::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
+    let mut heap = BinaryHeap::new();
+    let mut seq = 0u64;
+    loop {
+        let message = match heap.peek() {
+            Some(Entry { at, .. }) => match receiver.recv_deadline(*at) {
+                Ok(message) => Some(message),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            },
+            None => match receiver.recv() {
+                Ok(message) => Some(message),
+                Err(_) => return,
+            },
+        };
+        match message {
+            Some(Message::Schedule(at, action)) => {
+                seq += 1;
+                heap.push(Entry { at, seq, action });
+            }
+            Some(Message::Stop) => return,
+            None => {}
+        }
+        let now = Instant::now();
+        while heap.peek().is_some_and(|entry| entry.at <= now) {
+            let entry = heap.pop().expect("peeked just above");
+            match entry.action {
+                TimerAction::Kill(job) => {
+                    job.signal_group(libc::SIGKILL, "");
+                }
+                TimerAction::Timeout(job) => {
+                    if job.mark_timed_out() {
+                        // The caller's Kill path is reproduced here without the
+                        // supervisor: TERM now, KILL after the job's grace.
+                        job.signal_group(libc::SIGTERM, "");
+                        let grace = job.kill_grace();
+                        let _ = resend.send(Message::Schedule(now + grace, TimerAction::Kill(job)));
+                    }
+                }
+            }
+        }
+    }
+}

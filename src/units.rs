@@ -1,0 +1,122 @@
+//! Parsing of the human units used on the command line and in directives:
+//! durations such as `250ms`, `30s`, `10m`, `1h` (a bare number means seconds) and
+//! sizes such as `512`, `64k`, `16m`, `2g` (binary multiples; a bare number means bytes).
+//! Pure functions, shared by the CLI and the `#terminalfs` directive parser.
+
+use std::time::Duration;
+
+/// Parses a duration: a whole number followed by `ms`, `s`, `m`, `h` or `d`;
+/// a bare number is seconds. The error is a lowercase phrase naming what was wrong.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() {
+        return Err(format!(
+            "'{text}' is not a duration (try 250ms, 30s, 10m or 1h)"
+        ));
+    }
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is too large a duration"))?;
+    let millis_per_unit: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => {
+            return Err(format!(
+                "'{text}' has an unknown unit (use ms, s, m, h or d)"
+            ))
+        }
+    };
+    value
+        .checked_mul(millis_per_unit)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("'{text}' is too large a duration"))
+}
+
+/// Parses a size in bytes: a whole number, optionally followed by `k`, `m` or `g`
+/// (powers of 1024, with or without a trailing `b`/`ib`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    if digits.is_empty() {
+        return Err(format!("'{text}' is not a size (try 4096, 64k, 16m or 2g)"));
+    }
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is too large a size"))?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let unit = unit
+        .strip_suffix("ib")
+        .or_else(|| unit.strip_suffix('b'))
+        .unwrap_or(&unit);
+    let multiplier: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return Err(format!("'{text}' has an unknown unit (use k, m or g)")),
+    };
+    value
+        .checked_mul(multiplier)
+        .ok_or_else(|| format!("'{text}' is too large a size"))
+}
+
+/// Renders a duration the way `parse_duration` reads it back, for logs and pages.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 {
+        format!("{ms}ms")
+    } else if ms % 3_600_000 == 0 && ms > 0 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else {
+        format!("{}s", ms / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512"), Ok(512));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert!(parse_size("m").is_err());
+        assert!(parse_size("3t").is_err());
+    }
+
+    #[test]
+    fn format_round_trips() {
+        for text in ["250ms", "30s", "10m", "1h", "0s"] {
+            assert_eq!(format_duration(parse_duration(text).unwrap()), text);
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The test rig: a real terminalfs mount in a temporary directory, driven by real
+//! shell tools. `Mount` starts the binary, waits (with a deadline) until the tree
+//! answers, and on drop stops the driver and removes the mount even when a test fails.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_terminalfs");
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `sh -c script` with `$M` set to the mount path; returns its output.
+pub fn sh_in(mount: &Path, script: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("M", mount)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs")
+}
+
+pub struct Mount {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+    pub settings: PathBuf,
+    pub state: PathBuf,
+    child: Option<Child>,
+    /// Everything the driver logged so far.
+    pub log: Arc<Mutex<String>>,
+}
+
+pub struct Options<'a> {
+    pub args: Vec<&'a str>,
+    pub settings: &'a str,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            args: Vec::new(),
+            settings: "{}",
+        }
+    }
+}
+
+impl Mount {
+    pub fn start() -> Mount {
+        Mount::with(Options::default())
+    }
+
+    pub fn with_args(args: &[&str]) -> Mount {
+        Mount::with(Options {
+            args: args.to_vec(),
+            ..Options::default()
+        })
+    }
+
+    pub fn with(options: Options) -> Mount {
+        let dir = tempfile::Builder::new()
+            .prefix("tfs-test-")
+            .tempdir()
+            .expect("a temporary directory");
+        // Other users may pass through (for the access test); the mount decides.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("mnt");
+        let settings = dir.path().join("settings.json");
+        let state = dir.path().join("state");
+        std::fs::write(&settings, options.settings).unwrap();
+        let mut mount = Mount {
+            dir,
+            path,
+            settings,
+            state,
+            child: None,
+            log: Arc::new(Mutex::new(String::new())),
+        };
+        mount.spawn(&options.args);
+        mount
+    }
+
+    /// Starts the driver on this mount's path and waits until it is ready.
+    pub fn spawn(&mut self, args: &[&str]) {
+        let mut command = Command::new(BIN);
+        if !args.contains(&"--cwd") {
+            command.arg("--cwd").arg(self.dir.path());
+        }
+        command
+            .arg("--path")
+            .arg(&self.path)
+            .arg("--settings")
+            .arg(&self.settings)
+            .args(args)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("SHELL", "/bin/sh")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("the terminalfs binary starts");
+        let stderr = child.stderr.take().unwrap();
+        let log = self.log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = log.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        self.child = Some(child);
+        let index = self.path.join("index.md");
+        let ready = wait_until(Duration::from_secs(20), || {
+            self.log.lock().unwrap().contains("ready: mounted") && std::fs::metadata(&index).is_ok()
+        });
+        if !ready {
+            let status = self.child.as_mut().unwrap().try_wait();
+            panic!(
+                "terminalfs did not become ready: {status:?}\nlog:\n{}",
+                self.log()
+            );
+        }
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the driver runs").id()
+    }
+
+    pub fn p(&self, relative: &str) -> PathBuf {
+        self.path.join(relative)
+    }
+
+    /// Runs a shell script with `$M` set to the mount path.
+    pub fn sh(&self, script: &str) -> Output {
+        sh_in(&self.path, script)
+    }
+
+    /// Runs a script that must succeed; returns its stdout.
+    pub fn ok(&self, script: &str) -> String {
+        let out = self.sh(script);
+        assert!(
+            out.status.success(),
+            "script failed ({}): {script}\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn read(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.p(relative))
+            .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+    }
+
+    /// Writes a command and waits for it to stop; returns the `wait` answer.
+    pub fn run(&self, name: &str, command: &str) -> String {
+        std::fs::write(self.p(&format!("ctl/{name}")), command)
+            .unwrap_or_else(|e| panic!("cannot write ctl/{name}: {e}"));
+        self.wait(name)
+    }
+
+    /// Reads `wait` until it says the command stopped (each read may time out).
+    pub fn wait(&self, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let answer = self.read(&format!("cmd/{name}/wait"));
+            if answer != "running  \n" || Instant::now() > deadline {
+                return answer;
+            }
+        }
+    }
+
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: sending a signal to our own child process.
+        unsafe {
+            libc::kill(self.pid() as i32, signal);
+        }
+    }
+
+    /// Sends SIGTERM and waits (with a deadline) for the driver to exit.
+    pub fn stop(&mut self) -> ExitStatus {
+        self.signal(libc::SIGTERM);
+        self.wait_exit(Duration::from_secs(20))
+            .expect("terminalfs exits after SIGTERM")
+    }
+
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let mut status = None;
+        wait_until(timeout, || {
+            status = child.try_wait().ok().flatten();
+            status.is_some()
+        });
+        if status.is_some() {
+            self.child = None;
+        }
+        status
+    }
+
+    /// Forgets the driver without stopping it (for crash tests that kill it).
+    pub fn take_child(&mut self) -> Option<Child> {
+        self.child.take()
+    }
+
+    pub fn is_mounted(&self) -> bool {
+        is_mounted(&self.path)
+    }
+}
+
+/// Whether /proc/self/mountinfo lists `path` as a mount point.
+pub fn is_mounted(path: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let wanted = path.to_string_lossy().replace(' ', "\\040");
+    info.lines()
+        .any(|line| line.split(' ').nth(4) == Some(wanted.as_str()))
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+            let exited = wait_until(Duration::from_secs(15), || {
+                matches!(child.try_wait(), Ok(Some(_)))
+            });
+            if !exited {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        if is_mounted(&self.path) {
+            let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Drafts (SPEC 3): names, the decision at the last close, settle, renames, errors.
+
+use crate::common::{wait_until, Mount};
+use std::time::{Duration, Instant};
+
+fn errno_of(result: std::io::Result<()>) -> Option<i32> {
+    result.err().and_then(|e| e.raw_os_error())
+}
+
+#[test]
+fn a_command_starts_after_settle_or_at_once_when_looked_for() {
+    let mount = Mount::with_args(&["--settle", "1500ms"]);
+    let started = Instant::now();
+    std::fs::write(mount.p("ctl/later"), "echo later").unwrap();
+    // While settling it is still a draft in ctl/ (reporting its text as its size).
+    assert!(mount.p("ctl/later").exists());
+    // Nothing under cmd/ looked for it, so it starts on its own after the settle time.
+    assert!(wait_until(Duration::from_secs(10), || !mount
+        .p("ctl/later")
+        .exists()));
+    assert!(
+        started.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(mount.wait("later"), "completed\n");
+
+    // Looking under cmd/ starts it at once, without waiting out the settle time.
+    let started = Instant::now();
+    let out = mount
+        .ok("echo 'echo now' > \"$M/ctl/now\"; cat \"$M/cmd/now/wait\"; cat \"$M/cmd/now/stdout\"");
+    assert_eq!(out, "completed\nnow\n");
+    assert!(
+        started.elapsed() < Duration::from_millis(1400),
+        "{:?}",
+        started.elapsed()
+    );
+    // A listing of cmd/ does it too.
+    std::fs::write(mount.p("ctl/listed"), "true").unwrap();
+    assert!(mount.ok("ls \"$M/cmd\"").contains("listed"));
+    // So does reading cmd/index.md.
+    std::fs::write(mount.p("ctl/indexed"), "true").unwrap();
+    assert!(mount.read("cmd/index.md").contains("[indexed]"));
+}
+
+#[test]
+fn the_command_is_decided_at_the_last_close_not_a_flush() {
+    let mount = Mount::start();
+    // Two processes write through one inherited descriptor; the first close (from the
+    // child `sleep`) must not decide the command.
+    mount.ok("( echo 'echo one'; sh -c 'sleep 0.3'; echo 'echo two' ) > \"$M/ctl/both\"");
+    assert_eq!(mount.wait("both"), "completed\n");
+    assert_eq!(mount.read("cmd/both/command"), "echo one\necho two\n");
+    assert_eq!(mount.read("cmd/both/stdout"), "one\ntwo\n");
+
+    // Create now, write later: an empty close decides nothing.
+    mount.ok("touch \"$M/ctl/empty-first\"");
+    assert!(mount.p("ctl/empty-first").exists());
+    assert!(!mount.p("cmd/empty-first").exists());
+    mount.ok("echo 'echo filled' > \"$M/ctl/empty-first\"");
+    assert_eq!(mount.wait("empty-first"), "completed\n");
+    assert_eq!(mount.read("cmd/empty-first/stdout"), "filled\n");
+
+    // A heredoc works like any write.
+    mount.ok("cat > \"$M/ctl/heredoc\" <<'EOF'\nx=4\necho \"x is $x\"\nEOF");
+    assert_eq!(mount.wait("heredoc"), "completed\n");
+    assert_eq!(mount.read("cmd/heredoc/stdout"), "x is 4\n");
+}
+
+#[test]
+fn rename_moves_a_draft_and_runs_it_under_the_new_name_only() {
+    let mount = Mount::with_args(&["--settle", "1s"]);
+    mount.ok(
+        "echo 'echo renamed' > \"$M/ctl/build.tmp\" && mv \"$M/ctl/build.tmp\" \"$M/ctl/build\"",
+    );
+    assert_eq!(mount.wait("build"), "completed\n");
+    assert_eq!(mount.read("cmd/build/stdout"), "renamed\n");
+    assert!(!mount.p("cmd/build.tmp").exists());
+    assert!(!mount.p("ctl/build.tmp").exists());
+    assert!(!mount.read("cmd/index.md").contains("build.tmp"));
+
+    std::fs::write(mount.p("ctl/a.tmp"), "true").unwrap();
+    // Onto a taken name (a command that ran): EEXIST.
+    let onto = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/build"));
+    assert_eq!(onto.unwrap_err().raw_os_error(), Some(libc::EEXIST));
+    // Out of ctl/: EXDEV (mv then falls back to copying, which fails too).
+    let out = std::fs::rename(mount.p("ctl/a.tmp"), mount.dir.path().join("outside"));
+    assert_eq!(out.unwrap_err().raw_os_error(), Some(libc::EXDEV));
+    // To or from index.md: EPERM.
+    let to_index = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/index.md"));
+    assert_eq!(to_index.unwrap_err().raw_os_error(), Some(libc::EPERM));
+    let from_index = std::fs::rename(mount.p("ctl/index.md"), mount.p("ctl/x"));
+    assert_eq!(from_index.unwrap_err().raw_os_error(), Some(libc::EPERM));
+    // To a bad name: EINVAL.
+    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.hidden"));
+    assert_eq!(bad.unwrap_err().raw_os_error(), Some(libc::EINVAL));
+}
+
+#[test]
+fn names_and_sizes_are_checked() {
+    let mount = Mount::start();
+    for bad in [".hidden", "a b", "semi;colon", "caf\u{e9}", &"n".repeat(65)] {
+        let result = std::fs::write(mount.p(&format!("ctl/{bad}")), "true");
+        assert_eq!(errno_of(result), Some(libc::EINVAL), "{bad:?}");
+    }
+    assert!(mount.run(&"n".repeat(64), "true").starts_with("completed"));
+    // index.md is reserved: the page is read-only.
+    assert_eq!(
+        errno_of(std::fs::write(mount.p("ctl/index.md"), "true")),
+        Some(libc::EACCES)
+    );
+    // A name runs once.
+    mount.run("once", "true");
+    assert_eq!(
+        errno_of(std::fs::write(mount.p("ctl/once"), "true")),
+        Some(libc::EEXIST)
+    );
+    // A second creator of a name being written: EEXIST.
+    let first = std::fs::File::create(mount.p("ctl/held")).unwrap();
+    let second = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mount.p("ctl/held"));
+    assert_eq!(second.unwrap_err().raw_os_error(), Some(libc::EEXIST));
+    let exclusive = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(mount.p("ctl/held"));
+    assert_eq!(exclusive.unwrap_err().raw_os_error(), Some(libc::EEXIST));
+    drop(first);
+    // More than 1 MiB: EFBIG, and the command does not run.
+    let big = vec![b'#'; (1 << 20) + 1];
+    assert_eq!(
+        errno_of(std::fs::write(mount.p("ctl/big"), &big)),
+        Some(libc::EFBIG)
+    );
+    // Exactly 1 MiB is fine.
+    let mut ok = vec![b'#'; 1 << 20];
+    ok[0] = b't';
+    ok[1] = b'r';
+    ok[2] = b'u';
+    ok[3] = b'e';
+    ok[4] = b'\n';
+    std::fs::write(mount.p("ctl/onemeg"), &ok).unwrap();
+    assert_eq!(mount.wait("onemeg"), "completed\n");
+    // Directories cannot be made, and nothing can be created outside ctl/.
+    assert_eq!(
+        std::fs::create_dir(mount.p("ctl/dir"))
+            .unwrap_err()
+            .raw_os_error(),
+        Some(libc::EPERM)
+    );
+    assert_eq!(
+        errno_of(std::fs::write(mount.p("cmd/direct"), "true")),
+        Some(libc::EACCES)
+    );
+}
+
+#[test]
+fn rm_gives_a_draft_back_and_whitespace_is_refused() {
+    let mount = Mount::start();
+    mount.ok("touch \"$M/ctl/undo\" && rm \"$M/ctl/undo\"");
+    assert!(!mount.p("ctl/undo").exists());
+    // The name is free again.
+    assert_eq!(mount.run("undo", "echo back"), "completed\n");
+
+    mount.ok("printf '  \\n\\t\\n' > \"$M/ctl/blank\" || true");
+    assert!(wait_until(Duration::from_secs(5), || mount
+        .p("cmd/blank/status")
+        .exists()));
+    assert_eq!(mount.read("cmd/blank/status"), "denied\n");
+    let reason = mount.read("cmd/blank/reason");
+    assert!(reason.contains("no command"), "{reason}");
+}
+
+#[test]
+fn an_abandoned_draft_is_freed_after_keep() {
+    let mount = Mount::with_args(&["--keep", "1s"]);
+    mount.ok("touch \"$M/ctl/forgotten\"");
+    assert!(mount.p("ctl/forgotten").exists());
+    assert!(wait_until(Duration::from_secs(10), || !mount
+        .p("ctl/forgotten")
+        .exists()));
+}
+
+#[test]
+fn write_then_read_never_misses() {
+    let mount = Mount::start();
+    let out = mount.ok("i=0; bad=0\n\
+         while [ $i -lt 500 ]; do\n\
+           echo \"exit $((i % 7))\" > \"$M/ctl/r$i\"\n\
+           got=$(cat \"$M/cmd/r$i/wait\") || { echo \"missing r$i\"; bad=$((bad+1)); }\n\
+           code=$(cat \"$M/cmd/r$i/exitcode\")\n\
+           [ \"$code\" = \"$((i % 7))\" ] || { echo \"r$i: wrong code $code\"; bad=$((bad+1)); }\n\
+           if [ $((i % 7)) = 0 ]; then want=completed; else want=error; fi\n\
+           [ $got = $want ] || { echo \"r$i: wait said $got\"; bad=$((bad+1)); }\n\
+           i=$((i+1))\n\
+         done\n\
+         echo \"bad=$bad\"");
+    assert!(out.ends_with("bad=0\n"), "{out}");
+}

@@ -1,0 +1,252 @@
+//! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
+
+use crate::common::{is_mounted, wait_until, Mount, BIN};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn refuses_to_start_without_settings_and_says_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope/settings.json");
+    let out = Command::new(BIN)
+        .args(["--path"])
+        .arg(dir.path().join("mnt"))
+        .arg("--settings")
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+    assert!(stderr.contains("terminalfs --init-settings"), "{stderr}");
+    assert!(!is_mounted(&dir.path().join("mnt")));
+}
+
+#[test]
+fn refuses_settings_that_are_not_a_json_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "[1, 2").unwrap();
+    let out = Command::new(BIN)
+        .arg("--path")
+        .arg(dir.path().join("mnt"))
+        .arg("--settings")
+        .arg(&settings)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
+}
+
+#[test]
+fn bad_flag_values_name_the_flag_and_exit_2() {
+    for (flag, value) in [
+        ("--keep", "5x"),
+        ("--max-output", "lots"),
+        ("--wait-timeout", ""),
+    ] {
+        let out = Command::new(BIN).args([flag, value]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(flag),
+            "{flag}"
+        );
+    }
+}
+
+#[test]
+fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut mount = Mount::start();
+        assert!(mount.log().contains("ready: mounted at"));
+        assert!(mount.is_mounted());
+        std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
+        let pid: i32 = mount.read("cmd/long/pid").trim().parse().unwrap();
+        // A parked wait must be answered by the shutdown.
+        let waiter = {
+            let path = mount.p("cmd/long/wait");
+            std::thread::spawn(move || std::fs::read(path))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        mount.signal(signal);
+        let status = mount
+            .wait_exit(Duration::from_secs(20))
+            .expect("driver exits");
+        assert_eq!(status.code(), Some(0), "log: {}", mount.log());
+        assert!(!is_mounted(&mount.path), "still mounted after {signal}");
+        // SAFETY: probing whether a pid still exists.
+        assert!(wait_until(Duration::from_secs(5), || unsafe {
+            libc::kill(pid, 0)
+        } != 0));
+        assert!(
+            wait_until(Duration::from_secs(5), || waiter.is_finished()),
+            "a parked wait was left hanging"
+        );
+        if let Ok(bytes) = waiter.join().unwrap() {
+            assert_eq!(bytes.len(), 10, "{bytes:?}");
+        }
+    }
+}
+
+#[test]
+fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
+    let mut mount = Mount::start();
+    let mut child = mount.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The kernel keeps a dead mount: "Transport endpoint is not connected".
+    let error = std::fs::metadata(mount.p("index.md")).unwrap_err();
+    assert_eq!(error.raw_os_error(), Some(libc::ENOTCONN));
+    mount.spawn(&[]);
+    assert!(
+        mount.log().contains("cleaned up a stale mount"),
+        "{}",
+        mount.log()
+    );
+    assert!(mount.read("index.md").contains("terminalfs"));
+
+    // Now crash again and clean up with --unmount.
+    let mut child = mount.take_child().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = Command::new(BIN)
+        .arg("--unmount")
+        .arg("--path")
+        .arg(&mount.path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!is_mounted(&mount.path));
+    // And once more when nothing is mounted: still fine.
+    let out = Command::new(BIN)
+        .arg("--unmount")
+        .arg("--path")
+        .arg(&mount.path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing was mounted"));
+}
+
+#[test]
+fn unmount_stops_a_live_driver() {
+    let mut mount = Mount::start();
+    let out = Command::new(BIN)
+        .arg("--unmount")
+        .arg("--path")
+        .arg(&mount.path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = mount
+        .wait_exit(Duration::from_secs(20))
+        .expect("driver exits when unmounted");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_second_driver_on_a_live_mount_is_refused() {
+    let mount = Mount::start();
+    let out = Command::new(BIN)
+        .arg("--path")
+        .arg(&mount.path)
+        .arg("--settings")
+        .arg(&mount.settings)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already mounted"));
+    assert!(mount.read("index.md").contains("terminalfs"));
+}
+
+#[test]
+fn other_users_cannot_read_or_write_the_mount() {
+    let mount = Mount::start();
+    // Control: nobody can reach the directory that holds the mount point.
+    let control = Command::new("runuser")
+        .args(["-u", "nobody", "--", "ls"])
+        .arg(mount.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        control.status.success(),
+        "{}",
+        String::from_utf8_lossy(&control.stderr)
+    );
+    for args in [
+        vec!["ls".to_string(), mount.path.display().to_string()],
+        vec!["cat".to_string(), mount.p("index.md").display().to_string()],
+        vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            format!("echo id > {}/ctl/intruder", mount.path.display()),
+        ],
+    ] {
+        let out = Command::new("runuser")
+            .args(["-u", "nobody", "--"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} was allowed");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Permission denied"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(!mount.p("ctl/intruder").exists());
+    assert!(!mount.p("cmd/intruder").exists());
+}
+
+#[test]
+fn daemon_mode_detaches_once_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let path = dir.path().join("mnt");
+    let pid_file = dir.path().join("pid");
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .arg("--path")
+        .arg(&path)
+        .arg("--settings")
+        .arg(&settings)
+        .arg("--daemon")
+        .arg("--pid-file")
+        .arg(&pid_file)
+        .arg("--log-file")
+        .arg(dir.path().join("log"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // Ready means ready: the tree answers right away.
+    assert!(std::fs::read_to_string(path.join("index.md"))
+        .unwrap()
+        .contains("terminalfs"));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signalling the daemon we started.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+    assert!(wait_until(Duration::from_secs(20), || !is_mounted(&path)));
+    let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+    assert!(log.contains("ready: mounted"), "{log}");
+}

@@ -1,0 +1,216 @@
+//! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
+
+use crate::common::{wait_until, Mount};
+use std::time::{Duration, Instant};
+
+fn process_alive(pid: i32) -> bool {
+    // A zombie no longer counts: look at its state.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        // After "(comm)": state, ppid, pgrp, session, ...
+        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+#[test]
+fn a_command_runs_in_the_shell_cwd_and_environment_it_should() {
+    let mount = Mount::start();
+    let out = mount.dir.path().display().to_string();
+    assert_eq!(
+        mount.run("env", "echo \"$TERMINALFS_NAME|$(pwd)|$0\"; cat; echo done"),
+        "completed\n"
+    );
+    assert_eq!(
+        mount.read("cmd/env/stdout"),
+        format!("env|{out}|/bin/sh\ndone\n")
+    );
+    // Its own session and process group, and no terminal.
+    mount.run("session", "ps -o pid=,pgid=,sid=,tty= -p $$");
+    let fields: Vec<String> = mount
+        .read("cmd/session/stdout")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(fields[0], fields[1], "process group leader: {fields:?}");
+    assert_eq!(fields[0], fields[2], "session leader: {fields:?}");
+    assert_eq!(fields[3], "?", "no terminal: {fields:?}");
+}
+
+#[test]
+fn shell_and_cwd_flags_are_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let mount = Mount::with_args(&[
+        "--shell",
+        "/bin/bash",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+    ]);
+    mount.run("which", "echo \"$BASH_VERSION\" | cut -c1-1; pwd");
+    let out = mount.read("cmd/which/stdout");
+    let mut lines = out.lines();
+    assert!(
+        lines.next().unwrap().chars().all(|c| c.is_ascii_digit()),
+        "{out}"
+    );
+    assert_eq!(lines.next().unwrap(), dir.path().display().to_string());
+}
+
+#[test]
+fn exit_codes_signals_and_a_shell_that_cannot_start() {
+    let mount = Mount::start();
+    assert_eq!(mount.run("zero", "true"), "completed\n");
+    assert_eq!(mount.read("cmd/zero/exitcode"), "0\n");
+    assert_eq!(mount.run("seven", "exit 7"), "error    \n");
+    assert_eq!(mount.read("cmd/seven/exitcode"), "7\n");
+    assert_eq!(mount.run("killed", "kill -9 $$"), "error    \n");
+    assert_eq!(mount.read("cmd/killed/exitcode"), "137\n");
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/killed/result.json")).unwrap();
+    assert_eq!(result["signal"], 9);
+    assert_eq!(result["exitcode"], 137);
+
+    let broken = Mount::with_args(&["--shell", "/nonexistent/shell"]);
+    assert_eq!(broken.run("nope", "echo hi"), "error    \n");
+    assert_eq!(broken.read("cmd/nope/exitcode"), "-1\n");
+    let stderr = broken.read("cmd/nope/stderr");
+    assert!(
+        stderr.contains("cannot start /nonexistent/shell"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No such file or directory"), "{stderr}");
+}
+
+#[test]
+fn pid_and_kill_exist_only_while_running() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(mount.p("ctl/victim"), "sleep 300 & sleep 300").unwrap();
+    let pid: i32 = mount.read("cmd/victim/pid").trim().parse().unwrap();
+    assert!(process_alive(pid));
+    assert!(
+        wait_until(Duration::from_secs(5), || group_members(pid).len() >= 2),
+        "{:?}",
+        group_members(pid)
+    );
+    assert!(!mount.p("cmd/victim/exitcode").exists());
+    mount.ok("echo stop > \"$M/cmd/victim/kill\"");
+    assert_eq!(mount.wait("victim"), "error    \n");
+    assert!(!mount.p("cmd/victim/pid").exists());
+    assert!(!mount.p("cmd/victim/kill").exists());
+    assert_eq!(
+        mount.read("cmd/victim/exitcode"),
+        format!("{}\n", 128 + libc::SIGTERM)
+    );
+    assert!(mount.read("cmd/victim/reason").contains("kill"));
+    assert!(
+        wait_until(Duration::from_secs(5), || group_members(pid).is_empty()),
+        "left: {:?}",
+        group_members(pid)
+    );
+    // Killing a stopped command is not an error: a handle opened before still works.
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/victim/result.json")).unwrap();
+    assert_eq!(result["killed"], true);
+}
+
+#[test]
+fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(
+        mount.p("ctl/stubborn"),
+        "trap 'echo got TERM' TERM; while :; do sleep 0.1; done",
+    )
+    .unwrap();
+    let pid: i32 = mount.read("cmd/stubborn/pid").trim().parse().unwrap();
+    let started = Instant::now();
+    mount.ok("echo x > \"$M/cmd/stubborn/kill\"");
+    assert_eq!(mount.wait("stubborn"), "error    \n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(mount.read("cmd/stubborn/exitcode"), "137\n");
+    assert!(mount.read("cmd/stubborn/stdout").contains("got TERM"));
+    assert!(wait_until(Duration::from_secs(5), || group_members(pid).is_empty()));
+}
+
+#[test]
+fn rm_r_stops_a_running_command() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/gone"), "sleep 300 & sleep 300").unwrap();
+    let pid: i32 = mount.read("cmd/gone/pid").trim().parse().unwrap();
+    mount.ok("rm -r \"$M/cmd/gone\"");
+    assert!(!mount.p("cmd/gone").exists());
+    assert!(
+        wait_until(Duration::from_secs(10), || group_members(pid).is_empty()),
+        "left: {:?}",
+        group_members(pid)
+    );
+    // rmdir alone removes a stopped command too.
+    mount.run("plain", "true");
+    std::fs::remove_dir(mount.p("cmd/plain")).unwrap();
+    assert!(!mount.p("cmd/plain").exists());
+}
+
+#[test]
+fn many_commands_at_once() {
+    let mount = Mount::start();
+    for i in 0..200 {
+        std::fs::write(
+            mount.p(&format!("ctl/c{i}")),
+            format!("sleep 1; echo out{i}; echo err{i} >&2"),
+        )
+        .unwrap();
+    }
+    // 200 parked waits at once, each on its own thread.
+    let waiters: Vec<_> = (0..200)
+        .map(|i| {
+            let path = mount.p(&format!("cmd/c{i}/wait"));
+            std::thread::spawn(move || std::fs::read_to_string(path))
+        })
+        .collect();
+    // While they are parked, the mount still answers.
+    let started = Instant::now();
+    let listing = mount.ok("ls \"$M/cmd\" | wc -l; head -c 3 \"$M/index.md\"");
+    assert_eq!(listing, "201\n---");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    for (i, waiter) in waiters.into_iter().enumerate() {
+        let answer = waiter.join().unwrap().unwrap();
+        assert_eq!(answer, "completed\n", "c{i}");
+    }
+    for i in 0..200 {
+        assert_eq!(mount.read(&format!("cmd/c{i}/stdout")), format!("out{i}\n"));
+        assert_eq!(mount.read(&format!("cmd/c{i}/stderr")), format!("err{i}\n"));
+    }
+}

@@ -1,0 +1,214 @@
+//! Reading output and waiting (SPEC 5 as far as the core goes).
+
+use crate::common::{wait_until, Mount};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn output_grows_while_the_command_runs() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/ticks"),
+        "i=1; while [ $i -le 40 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.05; done; echo done >&2; sleep 1",
+    )
+    .unwrap();
+    // Mid-run, cat shows what has arrived.
+    assert!(wait_until(Duration::from_secs(10), || mount
+        .read("cmd/ticks/stdout")
+        .contains("line 3\n")));
+    assert_eq!(mount.read("cmd/ticks/status"), "running\n");
+    let partial = mount.read("cmd/ticks/stdout");
+    assert!(partial.starts_with("line 1\nline 2\nline 3\n"), "{partial}");
+    assert!(wait_until(Duration::from_secs(10), || mount
+        .read("cmd/ticks/stderr")
+        == "done\n"));
+    // Still running (sleep 1), all of stdout there: the tools agree.
+    let all: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(mount.read("cmd/ticks/stdout"), all);
+    let out = mount.ok(
+        "f=\"$M/cmd/ticks/stdout\"; tail -n 2 \"$f\"; tail -c 8 \"$f\"; wc -c < \"$f\"; wc -l \"$f\" | cut -d' ' -f1; grep -c 'line 1' \"$f\"",
+    );
+    assert_eq!(
+        out,
+        format!("line 39\nline 40\nline 40\n{}\n40\n11\n", all.len())
+    );
+    assert_eq!(mount.read("cmd/ticks/output"), format!("{all}done\n"));
+}
+
+#[test]
+fn tail_f_on_an_open_handle_sees_every_line() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/stream"),
+        "i=1; while [ $i -le 30 ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.1; done",
+    )
+    .unwrap();
+    let mut tail = Command::new("tail")
+        .args(["-f", "-n", "+1", "-s", "0.1"])
+        .arg(mount.p("cmd/stream/stdout"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for i in 1..=30 {
+        let line = lines.next().expect("tail keeps printing").unwrap();
+        assert_eq!(line, format!("tick {i}"));
+        assert!(Instant::now() < deadline);
+    }
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+}
+
+#[test]
+fn binary_output_is_byte_exact() {
+    let mount = Mount::start();
+    let data: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let source = mount.dir.path().join("blob");
+    std::fs::write(&source, &data).unwrap();
+    mount.run(
+        "blob",
+        &format!("cat '{}'; printf '\\000\\377\\r' >&2", source.display()),
+    );
+    assert_eq!(std::fs::read(mount.p("cmd/blob/stdout")).unwrap(), data);
+    assert_eq!(
+        std::fs::read(mount.p("cmd/blob/stderr")).unwrap(),
+        b"\0\xff\r"
+    );
+}
+
+#[test]
+fn wait_answers_ten_bytes_and_times_out() {
+    let mount = Mount::with_args(&["--wait-timeout", "1s"]);
+    std::fs::write(mount.p("ctl/slow"), "sleep 4").unwrap();
+    let started = Instant::now();
+    let answer = std::fs::read(mount.p("cmd/slow/wait")).unwrap();
+    assert_eq!(answer, b"running  \n");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
+    assert_eq!(mount.wait("slow"), "completed\n");
+    // A finished command answers at once, every time.
+    let started = Instant::now();
+    for _ in 0..3 {
+        assert_eq!(
+            std::fs::read(mount.p("cmd/slow/wait")).unwrap(),
+            b"completed\n"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn a_parked_wait_delays_nothing_else() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
+    let path = mount.p("cmd/long/wait");
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || std::fs::read(path))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    assert_eq!(mount.run("quick", "echo fast"), "completed\n");
+    assert!(mount.ok("ls \"$M/cmd\"").contains("quick"));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    mount.ok("echo > \"$M/cmd/long/kill\"");
+    for waiter in waiters {
+        assert_eq!(waiter.join().unwrap().unwrap(), b"error    \n");
+    }
+}
+
+#[test]
+fn an_interrupted_reader_is_freed_quickly() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/forever"), "sleep 300").unwrap();
+    let wait = mount.p("cmd/forever/wait");
+    let follow = mount.p("cmd/forever/follow");
+    // timeout sends SIGINT after 1 s; the read must end well within 0.5 s after that.
+    for (signal, file) in [("INT", &wait), ("TERM", &wait), ("INT", &follow)] {
+        let started = Instant::now();
+        let status = Command::new("timeout")
+            .args(["-s", signal, "1"])
+            .arg("cat")
+            .arg(file)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        let took = started.elapsed();
+        assert_eq!(status.code(), Some(124), "{signal} {file:?}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{signal} {file:?}: {took:?}"
+        );
+    }
+    // SIGKILL of the reader.
+    let mut cat = Command::new("cat")
+        .arg(&wait)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    cat.kill().unwrap();
+    cat.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
+    // Ctrl-C in a shell reading wait: the shell's child gets SIGINT.
+    let mut reader = Command::new("sh")
+        .arg("-c")
+        .arg(format!("cat '{}'", wait.display()))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    // Ctrl-C reaches the foreground process, here the shell's child cat.
+    let sent = Command::new("pkill")
+        .args(["-INT", "-P"])
+        .arg(reader.id().to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success(), "the shell's cat was found");
+    assert!(wait_until(Duration::from_secs(2), || reader
+        .try_wait()
+        .unwrap()
+        .is_some()));
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn follow_streams_and_ends_when_the_command_stops() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/f"),
+        "for i in 1 2 3; do echo \"f $i\"; sleep 0.3; done",
+    )
+    .unwrap();
+    let mut text = String::new();
+    std::fs::File::open(mount.p("cmd/f/follow"))
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(text, "f 1\nf 2\nf 3\n");
+    // On a finished command: everything, then EOF at once.
+    assert_eq!(mount.read("cmd/f/follow"), "f 1\nf 2\nf 3\n");
+}

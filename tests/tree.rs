@@ -1,0 +1,270 @@
+//! The tree and its pages (SPEC 1–2): listings in every state, sizes, owners, pages.
+
+use crate::common::{wait_until, Mount, Options};
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+fn ls(mount: &Mount, dir: &str) -> Vec<String> {
+    let out = mount.ok(&format!("ls -A \"$M/{dir}\""));
+    out.lines().map(str::to_string).collect()
+}
+
+#[test]
+fn listings_show_state() {
+    let mount = Mount::with(Options {
+        settings: r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#,
+        ..Options::default()
+    });
+    assert_eq!(ls(&mount, ""), ["cmd", "ctl", "index.md", "skills"]);
+    assert_eq!(ls(&mount, "ctl"), ["index.md"]);
+    assert_eq!(ls(&mount, "cmd"), ["index.md"]);
+    assert_eq!(ls(&mount, "skills"), ["index.md", "terminalfs"]);
+    assert_eq!(ls(&mount, "skills/terminalfs"), ["SKILL.md", "index.md"]);
+
+    std::fs::write(mount.p("ctl/sleeper"), "sleep 300").unwrap();
+    assert_eq!(ls(&mount, "cmd"), ["index.md", "sleeper"]);
+    assert_eq!(
+        ls(&mount, "cmd/sleeper"),
+        [
+            "command",
+            "follow",
+            "kill",
+            "output",
+            "pid",
+            "result.json",
+            "status",
+            "stderr",
+            "stdout",
+            "wait"
+        ]
+    );
+    assert_eq!(mount.read("cmd/sleeper/status"), "running\n");
+
+    assert_eq!(mount.run("done", "exit 3"), "error    \n");
+    assert_eq!(
+        ls(&mount, "cmd/done"),
+        [
+            "command",
+            "exitcode",
+            "follow",
+            "output",
+            "result.json",
+            "status",
+            "stderr",
+            "stdout",
+            "wait"
+        ]
+    );
+    assert_eq!(mount.read("cmd/done/exitcode"), "3\n");
+    assert_eq!(mount.read("cmd/done/status"), "error\n");
+
+    let refused = std::fs::write(mount.p("ctl/nope"), "sudo reboot");
+    assert_eq!(refused.unwrap_err().raw_os_error(), Some(libc::EPERM));
+    assert!(wait_until(Duration::from_secs(5), || mount
+        .p("cmd/nope")
+        .exists()));
+    assert_eq!(ls(&mount, "cmd/nope"), ["command", "reason", "status"]);
+    assert_eq!(mount.read("cmd/nope/status"), "denied\n");
+    assert_eq!(mount.read("cmd/nope/command"), "sudo reboot");
+    let reason = mount.read("cmd/nope/reason");
+    assert!(reason.contains("Bash(sudo:*)"), "{reason}");
+    assert!(
+        reason.contains(&mount.settings.display().to_string()),
+        "{reason}"
+    );
+}
+
+#[test]
+fn sizes_equal_the_bytes_a_read_returns_and_owner_is_the_user() {
+    let mount = Mount::start();
+    mount.run("sized", "printf 'out\\n'; printf 'err!\\n' >&2; exit 1");
+    std::fs::write(mount.p("ctl/live"), "echo started; sleep 300").unwrap();
+    assert!(wait_until(Duration::from_secs(5), || mount
+        .read("cmd/live/stdout")
+        == "started\n"));
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let files = [
+        "index.md",
+        "ctl/index.md",
+        "cmd/index.md",
+        "skills/index.md",
+        "skills/terminalfs/index.md",
+        "skills/terminalfs/SKILL.md",
+        "cmd/sized/command",
+        "cmd/sized/status",
+        "cmd/sized/exitcode",
+        "cmd/sized/stdout",
+        "cmd/sized/stderr",
+        "cmd/sized/output",
+        "cmd/sized/result.json",
+        "cmd/live/pid",
+        "cmd/live/status",
+        "cmd/live/stdout",
+    ];
+    for file in files {
+        let path = mount.p(file);
+        let meta = std::fs::metadata(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        if !file.ends_with("index.md") {
+            // Pages carry a timestamp that may tick between stat and read.
+            assert_eq!(meta.len(), bytes.len() as u64, "{file}");
+        }
+        assert_eq!(meta.uid(), uid, "{file}");
+        assert_eq!(meta.mode() & 0o077, 0, "{file} is readable by others");
+    }
+    // Sizes as seen through `wc -c` (which uses the size) and `cat | wc -c` agree.
+    let out = mount.ok("wc -c < \"$M/cmd/sized/stderr\"; cat \"$M/cmd/sized/stderr\" | wc -c");
+    assert_eq!(out, "5\n5\n");
+    for file in ["cmd/live/wait", "cmd/live/follow", "cmd/live/kill"] {
+        assert_eq!(std::fs::metadata(mount.p(file)).unwrap().len(), 0, "{file}");
+    }
+    // Writable: ctl drafts and kill; everything else read-only.
+    let kill_mode = std::fs::metadata(mount.p("cmd/live/kill")).unwrap().mode();
+    assert_eq!(kill_mode & 0o777, 0o200);
+    let page = std::fs::write(mount.p("index.md"), "x").unwrap_err();
+    assert_eq!(page.raw_os_error(), Some(libc::EACCES));
+    let status = std::fs::write(mount.p("cmd/sized/status"), "x").unwrap_err();
+    assert_eq!(status.raw_os_error(), Some(libc::EACCES));
+}
+
+fn frontmatter(page: &str) -> Vec<(String, String)> {
+    let body = page.strip_prefix("---\n").expect("frontmatter first");
+    let end = body.find("\n---\n").expect("frontmatter closed");
+    body[..end]
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn pages_have_frontmatter_and_say_what_they_should() {
+    let mount = Mount::start();
+    for page in [
+        "index.md",
+        "ctl/index.md",
+        "cmd/index.md",
+        "skills/index.md",
+        "skills/terminalfs/index.md",
+    ] {
+        let keys: Vec<String> = frontmatter(&mount.read(page))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        for key in ["type", "title", "description", "timestamp"] {
+            assert!(keys.contains(&key.to_string()), "{page} lacks {key}");
+        }
+    }
+    let root = frontmatter(&mount.read("index.md"));
+    let get = |key: &str| {
+        root.iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap()
+    };
+    assert_eq!(get("mount"), format!("\"{}\"", mount.path.display()));
+    assert_eq!(get("shell"), "\"/bin/sh\"");
+    assert_eq!(get("commands"), "0");
+    assert_eq!(get("rules"), "0");
+    assert_eq!(get("settings"), format!("\"{}\"", mount.settings.display()));
+    let timestamp = get("timestamp");
+    assert!(
+        timestamp.ends_with('Z') && timestamp.contains('T'),
+        "{timestamp}"
+    );
+
+    let empty = mount.read("cmd/index.md");
+    assert!(empty.contains("count: 0"));
+    assert!(empty.contains("Nothing has run yet"), "{empty}");
+
+    mount.run("first", "echo hi");
+    mount.run("pipes", "echo 'a|b' | cat\necho second line");
+    std::fs::write(mount.p("ctl/slow"), "sleep 300").unwrap();
+    let index = mount.read("cmd/index.md");
+    assert!(index.contains("count: 3"), "{index}");
+    assert!(
+        index.contains("| [first](first/status) | completed | 0 | echo hi | 0 |"),
+        "{index}"
+    );
+    assert!(
+        index.contains("| [pipes](pipes/status) | completed | 0 | echo 'a\\|b' \\| cat … | 0 |"),
+        "{index}"
+    );
+    assert!(
+        index.contains("| [slow](slow/status) | running |  | sleep 300 | 0 |"),
+        "{index}"
+    );
+    let skill = mount.read("skills/terminalfs/SKILL.md");
+    assert!(
+        skill.starts_with("---\nname: terminalfs\ndescription: "),
+        "{skill}"
+    );
+    assert!(skill.contains(&format!("{}/ctl/", mount.path.display())));
+}
+
+#[test]
+fn skill_examples_work_when_copied() {
+    let mount = Mount::start();
+    let skill = mount.read("skills/terminalfs/SKILL.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in skill.lines() {
+        match (&mut current, line) {
+            (None, "```sh") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), line) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        blocks.len() >= 3,
+        "SKILL.md has {} shell examples",
+        blocks.len()
+    );
+    for block in &blocks {
+        let out = mount.sh(&format!("set -e\n{block}"));
+        assert!(
+            out.status.success(),
+            "example failed:\n{block}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The examples did what they say.
+    assert_eq!(mount.read("cmd/listing/status"), "completed\n");
+    assert_eq!(mount.read("cmd/script/output"), "step one\nstep two\n");
+    assert!(
+        !mount.p("cmd/ticker").exists(),
+        "the ticker example removes itself"
+    );
+}
+
+#[test]
+fn reused_names_get_fresh_inodes() {
+    let mount = Mount::start();
+    mount.run("again", "echo one");
+    let first = std::fs::metadata(mount.p("cmd/again/stdout"))
+        .unwrap()
+        .ino();
+    let dir_first = std::fs::metadata(mount.p("cmd/again")).unwrap().ino();
+    mount.ok("rm -r \"$M/cmd/again\"");
+    assert_eq!(mount.run("again", "echo two"), "completed\n");
+    assert_eq!(mount.read("cmd/again/stdout"), "two\n");
+    assert_ne!(
+        std::fs::metadata(mount.p("cmd/again/stdout"))
+            .unwrap()
+            .ino(),
+        first
+    );
+    assert_ne!(
+        std::fs::metadata(mount.p("cmd/again")).unwrap().ino(),
+        dir_first
+    );
+}
