@@ -398,6 +398,10 @@ impl Filesystem for Driver {
         }
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.tree.forget(ino.0, nlookup);
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.tree.getattr(ino.0) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),

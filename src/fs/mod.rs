@@ -122,11 +122,27 @@ struct Command {
     /// Still listed under `cmd/` (false once removed, while readers finish).
     listed: bool,
     keep: Duration,
+    /// The newest view entry made for each stream file.
+    views: HashMap<Slot, u64>,
+}
+
+/// A fixed view of one output stream, made when a lookup found bytes dropped: its
+/// own inode, whose size only grows, so `tail -f` on a handle opened through it keeps
+/// following while a fresh lookup gets a fresh view (and notice).
+struct ViewEntry {
+    command: u64,
+    job: Arc<Job>,
+    stream: Stream,
+    view: View,
+    /// Lookups the kernel has not forgotten yet.
+    lookups: u64,
+    created: SystemTime,
 }
 
 enum Entry {
     Draft(Draft),
     Command(Command),
+    View(ViewEntry),
 }
 
 enum Body {
@@ -142,8 +158,10 @@ enum Body {
         stream: Stream,
         view: View,
     },
+    /// Always the `output` stream; the field keeps the shape of `Growing`.
     Follow {
         job: Arc<Job>,
+        stream: Stream,
         view: View,
     },
     Wait {
@@ -183,10 +201,10 @@ pub struct Tree {
 fn status_word(run: &Run) -> &'static str {
     match run {
         Run::Denied { .. } => "denied",
-        Run::Job(job) => match job.phase() {
-            Phase::Running { .. } => "running",
-            Phase::Stopped(exit) if exit.code == 0 && !job.snapshot().killed => "completed",
-            Phase::Stopped(_) => "error",
+        Run::Job(job) => match job.outcome() {
+            None => "running",
+            Some(true) => "completed",
+            Some(false) => "error",
         },
     }
 }
@@ -373,8 +391,7 @@ impl Tree {
         let (size, mtime) = match (slot, &command.run) {
             (Slot::Follow | Slot::Wait | Slot::Kill, _) => (0, command.created),
             (Slot::Stdout | Slot::Stderr | Slot::Output, Run::Job(job)) => {
-                let stream = stream_of(slot);
-                let size = job.view_size(stream, &job.fresh_view(stream));
+                let size = job.view_size(stream_of(slot), &View::whole());
                 let mtime = job.snapshot().finished_at.unwrap_or_else(SystemTime::now);
                 (size, mtime)
             }
@@ -385,6 +402,80 @@ impl Tree {
             ),
         };
         self.attr(ino, Kind::File, size, perm, mtime)
+    }
+
+    fn view_attr(&self, id: u64, view: &ViewEntry) -> Attr {
+        let slot = match view.stream {
+            Stream::Stdout => Slot::Stdout,
+            Stream::Stderr => Slot::Stderr,
+            Stream::Output => Slot::Output,
+        };
+        let size = view.job.view_size(view.stream, &view.view);
+        let mtime = view.job.snapshot().finished_at.unwrap_or(view.created);
+        self.attr(names::file_ino(id, slot), Kind::File, size, 0o400, mtime)
+    }
+
+    /// The inode a lookup of a stream file gets: the command's own while nothing was
+    /// dropped, else a view made now (or the newest one, if nothing was dropped since).
+    fn stream_lookup(&self, state: &mut State, id: u64, slot: Slot) -> Option<Attr> {
+        let Some(Entry::Command(command)) = state.entries.get(&id) else {
+            return None;
+        };
+        let Run::Job(job) = &command.run else {
+            return None;
+        };
+        let stream = stream_of(slot);
+        let fresh = job.fresh_view(stream);
+        if fresh.base == 0 {
+            return None;
+        }
+        let reuse = command.views.get(&slot).copied().filter(
+            |view_id| matches!(state.entries.get(view_id), Some(Entry::View(v)) if v.view == fresh),
+        );
+        let view_id = match reuse {
+            Some(view_id) => view_id,
+            None => {
+                let job = job.clone();
+                let view_id = state.next_id;
+                state.next_id += 1;
+                state.entries.insert(
+                    view_id,
+                    Entry::View(ViewEntry {
+                        command: id,
+                        job,
+                        stream,
+                        view: fresh,
+                        lookups: 0,
+                        created: SystemTime::now(),
+                    }),
+                );
+                if let Some(Entry::Command(command)) = state.entries.get_mut(&id) {
+                    command.views.insert(slot, view_id);
+                }
+                view_id
+            }
+        };
+        match state.entries.get_mut(&view_id) {
+            Some(Entry::View(view)) => {
+                view.lookups += 1;
+                Some(self.view_attr(view_id, view))
+            }
+            _ => None,
+        }
+    }
+
+    /// The kernel dropped `count` references to an inode; view inodes go at zero.
+    pub fn forget(&self, ino: u64, count: u64) {
+        let mut state = self.state.lock();
+        let Some(Dynamic::File(id, _)) = names::decode(ino) else {
+            return;
+        };
+        if let Some(Entry::View(view)) = state.entries.get_mut(&id) {
+            view.lookups = view.lookups.saturating_sub(count);
+            if view.lookups == 0 {
+                state.entries.remove(&id);
+            }
+        }
     }
 
     fn entry_attr(&self, id: u64, entry: &Entry) -> Attr {
@@ -400,6 +491,7 @@ impl Tree {
             Entry::Command(command) => {
                 self.attr(names::entry_ino(id), Kind::Dir, 0, 0o700, command.created)
             }
+            Entry::View(view) => self.view_attr(id, view),
         }
     }
 
@@ -428,6 +520,7 @@ impl Tree {
             },
             Some(Dynamic::File(id, slot)) => match state.entries.get(&id) {
                 Some(Entry::Command(command)) => Ok(self.file_attr(id, command, slot)),
+                Some(Entry::View(view)) => Ok(self.view_attr(id, view)),
                 _ => Err(Errno(libc::ENOENT)),
             },
             None => Err(Errno(libc::ENOENT)),
@@ -477,9 +570,15 @@ impl Tree {
                         let slot = Slot::from_name(text_name)
                             .filter(|slot| Self::visible_slots(command).contains(slot))
                             .ok_or(Errno(libc::ENOENT))?;
-                        Ok(Lookup::Found(self.file_attr(id, command, slot)))
+                        let attr = self.file_attr(id, command, slot);
+                        if matches!(slot, Slot::Stdout | Slot::Stderr | Slot::Output) {
+                            if let Some(view) = self.stream_lookup(&mut state, id, slot) {
+                                return Ok(Lookup::Found(view));
+                            }
+                        }
+                        Ok(Lookup::Found(attr))
                     }
-                    Some(Entry::Draft(_)) => Err(Errno(libc::ENOTDIR)),
+                    Some(Entry::Draft(_) | Entry::View(_)) => Err(Errno(libc::ENOTDIR)),
                     None => Err(Errno(libc::ENOENT)),
                 },
                 _ => Err(Errno(libc::ENOENT)),
@@ -590,8 +689,29 @@ impl Tree {
                     })
                 }
                 Some(Entry::Command(_)) => Err(Errno(libc::EISDIR)),
-                None => Err(Errno(libc::ENOENT)),
+                Some(Entry::View(_)) | None => Err(Errno(libc::ENOENT)),
             },
+            Some(Dynamic::File(id, _))
+                if matches!(state.entries.get(&id), Some(Entry::View(_))) =>
+            {
+                if write {
+                    return Err(Errno(libc::EACCES));
+                }
+                let Some(Entry::View(view)) = state.entries.get(&id) else {
+                    unreachable!("matched just above");
+                };
+                let body = Body::Growing {
+                    job: view.job.clone(),
+                    stream: view.stream,
+                    view: view.view.clone(),
+                };
+                let owner = Some(view.command);
+                let fh = self.add_handle(&mut state, owner, body);
+                Ok(Opened {
+                    fh,
+                    direct_io: true,
+                })
+            }
             Some(Dynamic::File(id, slot)) => {
                 let Some(Entry::Command(command)) = state.entries.get(&id) else {
                     return Err(Errno(libc::ENOENT));
@@ -605,7 +725,7 @@ impl Tree {
                 let (body, direct_io) = match (&command.run, slot) {
                     (Run::Job(job), Slot::Stdout | Slot::Stderr | Slot::Output) => {
                         let stream = stream_of(slot);
-                        let view = job.fresh_view(stream);
+                        let view = View::whole();
                         (
                             Body::Growing {
                                 job: job.clone(),
@@ -620,6 +740,7 @@ impl Tree {
                         (
                             Body::Follow {
                                 job: job.clone(),
+                                stream: Stream::Output,
                                 view,
                             },
                             true,
@@ -644,35 +765,39 @@ impl Tree {
         let state = self.state.lock();
         let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
         let size = size as usize;
+        // Output is copied without the tree lock, so a large read holds up nobody.
+        if let Body::Growing { job, stream, view } | Body::Follow { job, view, stream } =
+            &handle.body
+        {
+            let (job, stream, view, follow) = (
+                job.clone(),
+                *stream,
+                view.clone(),
+                matches!(handle.body, Body::Follow { .. }),
+            );
+            drop(state);
+            let (bytes, running) = job.read_view(stream, &view, offset, size);
+            if follow && bytes.is_empty() && running {
+                return Ok(Read::Pending { job: job.id() });
+            }
+            return Ok(Read::Data(bytes));
+        }
         Ok(match &handle.body {
             Body::Fixed(bytes) => Read::Data(slice_at(bytes, offset, size)),
             Body::Draft { .. } => match handle.owner.and_then(|id| state.entries.get(&id)) {
                 Some(Entry::Draft(draft)) => Read::Data(slice_at(&draft.text, offset, size)),
                 _ => Read::Data(Vec::new()),
             },
-            Body::Growing { job, stream, view } => {
-                Read::Data(job.read_view(*stream, view, offset, size).0)
-            }
-            Body::Follow { job, view } => {
-                let (bytes, running) = job.read_view(Stream::Output, view, offset, size);
-                if bytes.is_empty() && running {
-                    Read::Pending { job: job.id() }
-                } else {
-                    Read::Data(bytes)
-                }
-            }
             Body::Wait { job } => {
                 if offset >= 10 {
                     return Ok(Read::Data(Vec::new()));
                 }
-                match job.phase() {
-                    Phase::Running { .. } => Read::Pending { job: job.id() },
-                    Phase::Stopped(exit) => {
-                        let ok = exit.code == 0 && !job.snapshot().killed;
-                        Read::Data(slice_at(pages::wait_answer(Some(ok)), offset, size))
-                    }
+                match job.outcome() {
+                    None => Read::Pending { job: job.id() },
+                    outcome => Read::Data(slice_at(pages::wait_answer(outcome), offset, size)),
                 }
             }
+            Body::Growing { .. } | Body::Follow { .. } => unreachable!("answered above"),
             Body::Kill { .. } | Body::Listing(_) => return Err(Errno(libc::EBADF)),
         })
     }
@@ -784,7 +909,7 @@ impl Tree {
                     }
                 }
             }
-            None => {}
+            Some(Entry::View(_)) | None => {}
         }
     }
 
@@ -942,6 +1067,7 @@ impl Tree {
                 hidden: 0,
                 listed: true,
                 keep,
+                views: HashMap::new(),
             }),
         );
     }
@@ -1125,6 +1251,7 @@ impl Tree {
                         expired.push(*id);
                     }
                 }
+                Entry::View(_) => {}
             }
         }
         for id in due {

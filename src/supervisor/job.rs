@@ -201,6 +201,16 @@ impl Job {
         true
     }
 
+    /// None while the shell runs; then whether it succeeded: exit 0 and not stopped
+    /// by a kill or a time limit.
+    pub fn outcome(&self) -> Option<bool> {
+        let state = self.state.lock();
+        match &state.phase {
+            Phase::Running { .. } => None,
+            Phase::Stopped(exit) => Some(exit.code == 0 && !state.killed),
+        }
+    }
+
     pub fn is_running(&self) -> bool {
         matches!(self.state.lock().phase, Phase::Running { .. })
     }

@@ -133,6 +133,15 @@ pub struct View {
 }
 
 impl View {
+    /// The whole stream from its first byte, with no notice: what a file shows when
+    /// nothing had been dropped at the time it was looked up.
+    pub fn whole() -> View {
+        View {
+            notice: Vec::new(),
+            base: 0,
+        }
+    }
+
     /// The view a fresh read sees now.
     pub fn fresh(ring: &Ring) -> View {
         let dropped = ring.dropped();
