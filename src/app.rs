@@ -303,6 +303,7 @@ fn serve(
                 cwd: config.cwd.clone(),
                 max_output: config.max_output,
                 kill_grace: config.kill_grace,
+                cgroup_tag: Some(crate::supervisor::cgroup::tag_for(&config.path)),
             },
             Arc::new(move |id| {
                 let _ = notify_sender.send(Wake::Job(id));
@@ -310,6 +311,14 @@ fn serve(
         )
         .map_err(|e| format!("cannot start the supervisor: {e}"))?,
     );
+    log(&format!("containment: {}", supervisor.containment()));
+    if supervisor.reaped_at_start() > 0 {
+        log(&format!(
+            "reaped {} process(es) that an earlier driver at {} left running",
+            supervisor.reaped_at_start(),
+            config.path.display()
+        ));
+    }
     // SAFETY: getuid/getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let tree = Arc::new(Tree::new(

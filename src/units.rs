@@ -84,6 +84,16 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// Renders a byte count the way `parse_size` reads it back (largest exact unit).
+pub fn format_size(bytes: u64) -> String {
+    for (unit, size) in [("g", 1u64 << 30), ("m", 1 << 20), ("k", 1 << 10)] {
+        if bytes >= size && bytes % size == 0 {
+            return format!("{}{unit}", bytes / size);
+        }
+    }
+    bytes.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +121,13 @@ mod tests {
         assert_eq!(parse_size("1MiB"), Ok(1 << 20));
         assert!(parse_size("m").is_err());
         assert!(parse_size("3t").is_err());
+    }
+
+    #[test]
+    fn sizes_format_round_trip() {
+        for text in ["512", "64k", "16m", "2g", "1025"] {
+            assert_eq!(format_size(parse_size(text).unwrap()), text);
+        }
     }
 
     #[test]

@@ -1085,6 +1085,7 @@ impl Tree {
             text,
             env: Vec::new(),
             timeout: directives.timeout.or(self.config.timeout),
+            memory: directives.memory,
         });
         self.record("ran", &draft.name, &draft.text, None);
         let keep = directives.keep.unwrap_or(self.config.keep);
@@ -1352,7 +1353,8 @@ pub fn result_json(
         "timed_out": snapshot.timed_out,
         "killed": snapshot.killed,
         "reason": snapshot.reason,
-        "containment": "process-group",
+        "containment": snapshot.containment,
+        "memory_limit": snapshot.memory_limit,
     });
     let mut bytes = serde_json::to_vec_pretty(&value).expect("a JSON value always serialises");
     bytes.push(b'\n');

@@ -2,6 +2,7 @@
 //! facts `result.json` reports. All of it sits behind one lock per job; the pump holds
 //! it only to append a chunk or record an exit, readers only to copy bytes out.
 
+use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::ring::{Ring, View};
 use parking_lot::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -51,6 +52,10 @@ pub struct JobSnapshot {
     pub output: (u64, u64),
     /// True while some process still holds the command's stdout or stderr open.
     pub pipes_open: bool,
+    /// How the command is contained: `cgroup <path>` or `process group`.
+    pub containment: String,
+    /// The memory limit in bytes, if any.
+    pub memory_limit: Option<u64>,
 }
 
 struct State {
@@ -73,12 +78,26 @@ struct State {
 pub struct Job {
     id: u64,
     state: Mutex<State>,
+    cgroup: Option<CommandCgroup>,
+    containment: String,
+    /// (bytes, enforced as an address-space rlimit rather than by the cgroup)
+    memory: Option<(u64, bool)>,
 }
 
 impl Job {
-    pub(crate) fn new(id: u64, max_output: usize, kill_grace: Duration) -> Job {
+    pub(crate) fn new(
+        id: u64,
+        max_output: usize,
+        kill_grace: Duration,
+        cgroup: Option<CommandCgroup>,
+        containment: String,
+        memory: Option<(u64, bool)>,
+    ) -> Job {
         Job {
             id,
+            cgroup,
+            containment,
+            memory,
             state: Mutex::new(State {
                 phase: Phase::Running { pid: 0 },
                 pid: None,
@@ -158,21 +177,57 @@ impl Job {
         let mut state = self.state.lock();
         state.finished_at = Some(SystemTime::now());
         state.duration = state.started.map(|started| started.elapsed());
+        if state.reason.is_none() {
+            state.reason = self.memory_reason(&exit);
+        }
         state.phase = Phase::Stopped(exit);
     }
 
+    /// Why a command with a memory limit failed, when the limit is the likely cause.
+    fn memory_reason(&self, exit: &Exit) -> Option<String> {
+        let (bytes, rlimit) = self.memory?;
+        let limit = crate::units::format_size(bytes);
+        if self.cgroup.as_ref().is_some_and(CommandCgroup::oom_killed) {
+            return Some(format!(
+                "killed: it exceeded its memory limit (memory={limit}, cgroup memory.max)"
+            ));
+        }
+        (rlimit && exit.code != 0).then(|| {
+            format!(
+                "failed with a memory limit of {limit} in force (an address-space limit, as no \
+                 memory controller is available); allocations beyond it fail"
+            )
+        })
+    }
+
+    /// Whether any process is left in the command's cgroup.
+    pub fn cgroup_populated(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(CommandCgroup::populated)
+    }
+
+    /// Removes the cgroup when the shell is gone and nothing is left in it. Returns
+    /// true when there is no cgroup (any more).
+    pub(crate) fn remove_cgroup_if_done(&self) -> bool {
+        let Some(cgroup) = &self.cgroup else {
+            return true;
+        };
+        if self.is_running() || cgroup.populated() {
+            return false;
+        }
+        cgroup.remove()
+    }
+
     /// Records that the time limit was hit; false when the shell had already stopped.
-    pub(crate) fn mark_timed_out(&self) -> bool {
+    pub(crate) fn mark_timed_out(&self, limit: Duration) -> bool {
         let mut state = self.state.lock();
         if !matches!(state.phase, Phase::Running { .. }) {
             return false;
         }
         state.timed_out = true;
         state.killed = true;
-        let limit = state.started.map(|s| s.elapsed()).unwrap_or_default();
         state.reason = Some(format!(
-            "timed out: stopped after {} (TERM, then KILL after the grace period)",
-            crate::units::format_duration(Duration::from_millis(limit.as_millis() as u64))
+            "timed out: it ran longer than its limit of {} and was stopped",
+            crate::units::format_duration(limit)
         ));
         true
     }
@@ -187,16 +242,23 @@ impl Job {
         let Some(pgid) = state.pid else {
             return false;
         };
-        if !running && state.open_pipes == 0 {
+        let group_alive = running || state.open_pipes > 0;
+        let cgroup_alive = self.cgroup_populated();
+        if !group_alive && !cgroup_alive {
             return false;
         }
         if running && !why.is_empty() && !state.killed {
             state.killed = true;
             state.reason = Some(why.to_string());
         }
-        // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
-        unsafe {
-            libc::killpg(pgid, signal);
+        if group_alive {
+            // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
+            unsafe {
+                libc::killpg(pgid, signal);
+            }
+        }
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.signal(signal);
         }
         true
     }
@@ -238,6 +300,8 @@ impl Job {
             stderr: counts(&state.stderr),
             output: counts(&state.output),
             pipes_open: state.open_pipes > 0,
+            containment: self.containment.clone(),
+            memory_limit: self.memory.map(|(bytes, _)| bytes),
         }
     }
 

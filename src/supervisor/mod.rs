@@ -10,6 +10,7 @@
 //! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits.
 //! No thread exists per command, so a finished command leaves none behind.
 
+pub mod cgroup;
 mod job;
 mod pump;
 pub mod ring;
@@ -17,6 +18,7 @@ mod timer;
 
 pub use job::{Exit, Job, JobSnapshot, Phase, Stream};
 
+use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
 use crate::supervisor::timer::{Timer, TimerAction};
 use std::collections::HashMap;
@@ -73,6 +75,9 @@ pub struct SupervisorConfig {
     pub cwd: PathBuf,
     pub max_output: usize,
     pub kill_grace: Duration,
+    /// Try per-command cgroups named after this tag (see [`cgroup`]); None: process
+    /// groups only.
+    pub cgroup_tag: Option<String>,
 }
 
 /// One command to start.
@@ -82,6 +87,8 @@ pub struct SpawnRequest {
     pub text: String,
     pub env: Vec<(OsString, OsString)>,
     pub timeout: Option<Duration>,
+    /// Bytes of memory the command may use (`memory.max`, else an address-space limit).
+    pub memory: Option<u64>,
 }
 
 pub struct Supervisor {
@@ -91,6 +98,11 @@ pub struct Supervisor {
     next_id: AtomicU64,
     notify: Notify,
     live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>>,
+    cgroups: Option<Cgroups>,
+    /// One line on how commands are contained, for the log.
+    containment: String,
+    /// Processes reaped at start from cgroups an earlier driver left behind.
+    reaped_at_start: usize,
 }
 
 impl Supervisor {
@@ -98,6 +110,24 @@ impl Supervisor {
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
         let pump = Pump::start(notify.clone(), live.clone())?;
         let timer = Timer::start();
+        let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
+            None => (None, "process groups".to_string(), 0),
+            Some(tag) => match Cgroups::setup(tag) {
+                Ok((cgroups, reaped)) => {
+                    let memory = if cgroups.memory() {
+                        "memory.max"
+                    } else {
+                        "an address-space limit (no memory controller)"
+                    };
+                    let line = format!(
+                        "a cgroup per command below {}; memory= uses {memory}",
+                        cgroups.parent().display()
+                    );
+                    (Some(cgroups), line, reaped)
+                }
+                Err(why) => (None, format!("process groups ({why})"), 0),
+            },
+        };
         Ok(Supervisor {
             config,
             pump,
@@ -105,6 +135,9 @@ impl Supervisor {
             next_id: AtomicU64::new(1),
             notify,
             live,
+            cgroups,
+            containment,
+            reaped_at_start,
         })
     }
 
@@ -112,11 +145,41 @@ impl Supervisor {
         &self.config
     }
 
+    /// How commands are contained, in one line for the log.
+    pub fn containment(&self) -> &str {
+        &self.containment
+    }
+
+    /// Processes killed at start because an earlier driver on the same path left them.
+    pub fn reaped_at_start(&self) -> usize {
+        self.reaped_at_start
+    }
+
     /// Starts a command. Never fails: a shell that cannot start gives a job that has
     /// already stopped with exit code -1 and the reason on its stderr.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let job = Arc::new(Job::new(id, self.config.max_output, self.config.kill_grace));
+        let cgroup: Option<CommandCgroup> = self
+            .cgroups
+            .as_ref()
+            .and_then(|cgroups| cgroups.create(id, request.memory).ok());
+        let rlimit = match (&cgroup, request.memory) {
+            (Some(_), Some(_)) if self.cgroups.as_ref().is_some_and(Cgroups::memory) => None,
+            (_, memory) => memory,
+        };
+        let containment = match &cgroup {
+            Some(cgroup) => format!("cgroup {}", cgroup.path().display()),
+            None => "process group".to_string(),
+        };
+        let procs = cgroup.as_ref().map(|c| c.procs().clone());
+        let job = Arc::new(Job::new(
+            id,
+            self.config.max_output,
+            self.config.kill_grace,
+            cgroup,
+            containment,
+            request.memory.map(|bytes| (bytes, rlimit.is_some())),
+        ));
         let mut command = Command::new(&self.config.shell);
         // A kernel limits one argument to 128 KiB; a longer command is handed to the
         // shell as a script file on descriptor 3 instead of through `-c`.
@@ -157,6 +220,18 @@ impl Supervisor {
                 let mut empty: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut empty);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                #[cfg(target_os = "linux")]
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(procs) = &procs {
+                    cgroup::join_in_child(procs)?;
+                }
+                if let Some(bytes) = rlimit {
+                    let limit = libc::rlimit {
+                        rlim_cur: bytes as libc::rlim_t,
+                        rlim_max: bytes as libc::rlim_t,
+                    };
+                    libc::setrlimit(libc::RLIMIT_AS, &limit);
+                }
                 if let Some(fd) = script_fd {
                     if fd == 3 {
                         libc::fcntl(3, libc::F_SETFD, 0);
@@ -180,8 +255,10 @@ impl Supervisor {
                 self.live.lock().insert(id, job.clone());
                 self.pump.add(job.clone(), pid, stdout, stderr);
                 if let Some(limit) = request.timeout {
-                    self.timer
-                        .schedule(Instant::now() + limit, TimerAction::Timeout(job.clone()));
+                    self.timer.schedule(
+                        Instant::now() + limit,
+                        TimerAction::Timeout(job.clone(), limit),
+                    );
                 }
             }
             Err(error) => {
@@ -217,11 +294,18 @@ impl Supervisor {
             self.kill(job, "stopped because terminalfs shut down");
         }
         let deadline = Instant::now() + self.config.kill_grace + Duration::from_secs(2);
-        while Instant::now() < deadline && jobs.iter().any(|job| job.is_running()) {
+        while Instant::now() < deadline
+            && jobs
+                .iter()
+                .any(|job| job.is_running() || job.cgroup_populated())
+        {
             std::thread::sleep(Duration::from_millis(20));
         }
         for job in &jobs {
             job.signal_group(libc::SIGKILL, "");
+        }
+        if let Some(cgroups) = &self.cgroups {
+            cgroups.tear_down();
         }
     }
 

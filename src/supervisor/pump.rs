@@ -185,14 +185,20 @@ fn run(
                 drain(&mut source.stderr, Stream::Stderr, &source.job, &mut buffer);
                 source.job.mark_exited(exit_from(raw, &usage));
                 source.reaped = true;
-                live.lock().remove(&source.job.id());
                 news = true;
             }
             if news {
                 notify(source.job.id());
             }
         }
-        sources.retain(|s| !(s.reaped && s.stdout.is_none() && s.stderr.is_none()));
+        sources.retain(|s| {
+            let over = s.reaped && s.stdout.is_none() && s.stderr.is_none();
+            if over {
+                live.lock().remove(&s.job.id());
+                s.job.remove_cgroup_if_done();
+            }
+            !over
+        });
     }
 }
 

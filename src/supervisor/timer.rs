@@ -6,13 +6,15 @@ use crossbeam_channel::{Receiver, Sender};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub enum TimerAction {
     /// SIGKILL the group: the grace period after SIGTERM is over.
     Kill(Arc<Job>),
     /// The command's time limit is reached: stop it the same way `kill` does.
-    Timeout(Arc<Job>),
+    Timeout(Arc<Job>, Duration),
+    /// Try again to remove a finished job's cgroup (attempts left).
+    Tidy(Arc<Job>, u32),
 }
 
 struct Entry {
@@ -104,9 +106,18 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
             match entry.action {
                 TimerAction::Kill(job) => {
                     job.signal_group(libc::SIGKILL, "");
+                    let tidy = TimerAction::Tidy(job, 50);
+                    let _ = resend.send(Message::Schedule(now + Duration::from_millis(50), tidy));
                 }
-                TimerAction::Timeout(job) => {
-                    if job.mark_timed_out() {
+                TimerAction::Tidy(job, attempts) => {
+                    if !job.remove_cgroup_if_done() && attempts > 0 {
+                        let tidy = TimerAction::Tidy(job, attempts - 1);
+                        let _ =
+                            resend.send(Message::Schedule(now + Duration::from_millis(100), tidy));
+                    }
+                }
+                TimerAction::Timeout(job, limit) => {
+                    if job.mark_timed_out(limit) {
                         // The caller's Kill path is reproduced here without the
                         // supervisor: TERM now, KILL after the job's grace.
                         job.signal_group(libc::SIGTERM, "");
