@@ -111,7 +111,8 @@ impl Job {
                 killed: false,
                 timed_out: false,
                 reason: None,
-                open_pipes: 0,
+                // The pipes exist from the start; the pump counts them closed.
+                open_pipes: 2,
                 kill_grace,
             }),
         }
@@ -131,13 +132,13 @@ impl Job {
         state.pid = Some(pid);
         state.started_at = Some(at);
         state.started = Some(instant);
-        state.open_pipes = 2;
     }
 
     pub(crate) fn mark_failed_to_start(&self, message: &str) {
         let mut state = self.state.lock();
         state.stderr.write(message.as_bytes());
         state.output.write(message.as_bytes());
+        state.open_pipes = 0;
         state.phase = Phase::Stopped(Exit {
             code: -1,
             signal: None,

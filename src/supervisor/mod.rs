@@ -180,6 +180,15 @@ impl Supervisor {
             containment,
             request.memory.map(|bytes| (bytes, rlimit.is_some())),
         ));
+        let pipes = match pump::make_pipes() {
+            Ok(pipes) => pipes,
+            Err(error) => {
+                job.mark_failed_to_start(&format!("terminalfs: cannot make pipes: {error}\n"));
+                (self.notify)(id);
+                return job;
+            }
+        };
+        let (stdout, stderr) = (pipes.stdout_read, pipes.stderr_read);
         let mut command = Command::new(&self.config.shell);
         // A kernel limits one argument to 128 KiB; a longer command is handed to the
         // shell as a script file on descriptor 3 instead of through `-c`.
@@ -207,8 +216,8 @@ impl Supervisor {
             .envs(request.env.iter().map(|(k, v)| (k, v)))
             .env("TERMINALFS_NAME", &request.name)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stdout(Stdio::from(pipes.stdout_write))
+            .stderr(Stdio::from(pipes.stderr_write));
         let script_fd = script.as_ref().map(|fd| fd.as_raw_fd());
         // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl, sigprocmask) that
         // touch no memory of the parent.
@@ -242,18 +251,19 @@ impl Supervisor {
                 Ok(())
             });
         }
+        self.pump.watch(job.clone(), stdout, stderr);
         let spawned = command.spawn();
         drop(script);
         match spawned {
-            Ok(mut child) => {
+            Ok(child) => {
                 let pid = child.id() as i32;
-                let stdout = child.stdout.take().expect("stdout was piped");
-                let stderr = child.stderr.take().expect("stderr was piped");
                 // The pump reaps by pid; dropping `child` neither waits nor kills.
                 drop(child);
+                // Our copies of the write ends must go, or the pipes never end.
+                drop(command);
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
-                self.pump.add(job.clone(), pid, stdout, stderr);
+                self.pump.started(id, pid);
                 if let Some(limit) = request.timeout {
                     self.timer.schedule(
                         Instant::now() + limit,
@@ -267,6 +277,7 @@ impl Supervisor {
                     self.config.shell.display(),
                     self.config.cwd.display()
                 );
+                self.pump.abandon(id);
                 job.mark_failed_to_start(&message);
             }
         }
