@@ -6,8 +6,9 @@
 //! reloads the file when it changes, keeping the rules in force when an edit does not parse
 //! or the file disappears. A check runs every rule against the whole text and against every
 //! simple command [`splitter::split`] finds in it. Deny rules come first, then ask rules
-//! (which refuse too, as nobody is there to answer), then, under `--allowlist`, every
-//! simple command must match an allow rule. None of this is a sandbox: it catches the
+//! (which refuse too, as nobody is there to answer); text the splitter could only read
+//! crudely (absurd nesting, see [`splitter::MAX_DEPTH`]) is refused next; then, under
+//! `--allowlist`, every simple command must match an allow rule. None of this is a sandbox: it catches the
 //! commands an agent should not run by mistake, not an adversary.
 
 pub mod audit;
@@ -16,6 +17,7 @@ pub mod rules;
 pub mod settings;
 pub mod splitter;
 
+use std::collections::HashSet;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -30,7 +32,7 @@ pub use audit::{default_audit_path, rfc3339, Audit};
 pub use directives::{parse_directives, Directives};
 pub use rules::Rule;
 pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
-pub use splitter::{simple_commands, SimpleCommand};
+pub use splitter::{simple_commands, SimpleCommand, Split};
 
 /// The answer to "may this text run?".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +56,10 @@ impl Verdict {
 
 /// The reason given for text that holds no command.
 pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
+
+/// The reason given for text the splitter could not read in full.
+pub const TOO_COMPLEX_REASON: &str = "the command nests too deeply or repeats too much \
+     shell text to be checked against the rules, so it is refused rather than run unchecked";
 
 /// The rules of one settings file, kept current while the driver runs.
 #[derive(Debug)]
@@ -170,13 +176,14 @@ impl Policy {
             };
         }
         let rules = self.rules();
-        let commands = splitter::split(&text);
+        let split = splitter::split(&text);
+        let commands = &split.commands;
         let mut candidates = vec![rules::normalize(&text)];
-        for command in &commands {
+        let mut seen = HashSet::new();
+        for command in commands {
             for form in &command.forms {
-                let form = rules::normalize(form);
-                if !candidates.contains(&form) {
-                    candidates.push(form);
+                if seen.insert(form.as_str()) {
+                    candidates.push(rules::normalize(form));
                 }
             }
         }
@@ -199,6 +206,12 @@ impl Policy {
                     rule.text(),
                     self.path.display()
                 ),
+            };
+        }
+        if split.gave_up {
+            return Verdict::Deny {
+                rule: None,
+                reason: TOO_COMPLEX_REASON.to_owned(),
             };
         }
         if self.allowlist {
@@ -226,6 +239,19 @@ impl Policy {
         Verdict::Allow
     }
 
+    /// [`Policy::check`] for text still being written: only the part up to its last
+    /// whitespace is checked, so a write that ends inside a word (`rm -rf /` of
+    /// `rm -rf /tmp/x`, `su` of `sum`) is not refused for a command that will not be.
+    /// Allows text with no complete word yet; the full check at the decision still runs.
+    pub fn check_partial(&self, text: &[u8]) -> Verdict {
+        match text.iter().rposition(u8::is_ascii_whitespace) {
+            Some(end) if text[..end].iter().any(|b| !b.is_ascii_whitespace()) => {
+                self.check(&text[..end])
+            }
+            _ => Verdict::Allow,
+        }
+    }
+
     /// Looks at the settings file and reloads it if it changed. Returns a line to log when
     /// something happened: the rules were reloaded, or a change could not be loaded and the
     /// old rules stay in force (said once per change, not on every call). None when the file
@@ -243,10 +269,8 @@ impl Policy {
             Ok((_, None)) => return None,
             Ok((stamp, Some(bytes))) => (stamp, bytes),
             Err(err) => {
-                if seen.stamp.is_none() {
-                    return None;
-                }
-                seen.stamp = None;
+                // Said once: a file already seen missing stays quiet until it comes back.
+                seen.stamp.take()?;
                 seen.bytes.clear();
                 return Some(format!(
                     "settings file {} cannot be read ({err}); keeping the {} rules in force",

@@ -27,9 +27,9 @@ enum Shape {
     Prefix(String),
     /// `Bash(pattern:*)` whose pattern has glob characters: the pattern alone, or followed
     /// by a space and anything.
-    GlobPrefix(GlobMatcher, GlobMatcher),
+    GlobPrefix(Glob, Glob),
     /// A pattern with glob characters.
-    Glob(GlobMatcher),
+    Glob(Glob),
     /// Anything else.
     Exact(String),
 }
@@ -96,12 +96,12 @@ impl Rule {
             if !has_glob_characters(&prefix) {
                 return Ok(Shape::Prefix(prefix));
             }
-            let alone = glob(entry, &prefix)?;
-            let followed = glob(entry, &format!("{prefix} *"))?;
+            let alone = Glob::new(entry, &prefix)?;
+            let followed = Glob::new(entry, &format!("{prefix} *"))?;
             return Ok(Shape::GlobPrefix(alone, followed));
         }
         if has_glob_characters(&pattern) {
-            return Ok(Shape::Glob(glob(entry, &pattern)?));
+            return Ok(Shape::Glob(Glob::new(entry, &pattern)?));
         }
         Ok(Shape::Exact(pattern))
     }
@@ -152,21 +152,40 @@ fn has_glob_characters(pattern: &str) -> bool {
     pattern.contains(['*', '?', '['])
 }
 
-/// Compiles an anchored glob in which `*` crosses `/`; braces are literal characters.
-fn glob(entry: &str, pattern: &str) -> Result<GlobMatcher, String> {
-    let mut escaped = String::with_capacity(pattern.len());
-    for c in pattern.chars() {
-        if matches!(c, '{' | '}' | ',') {
-            escaped.push('\\');
+/// An anchored glob in which `*` crosses `/`, with its literal start checked first: most
+/// commands fail that cheap test, which keeps a check of many commands fast.
+#[derive(Debug, Clone)]
+struct Glob {
+    literal_start: String,
+    matcher: GlobMatcher,
+}
+
+impl Glob {
+    /// Compiles `pattern`; braces are literal characters, `\` escapes the next one.
+    fn new(entry: &str, pattern: &str) -> Result<Glob, String> {
+        let mut escaped = String::with_capacity(pattern.len());
+        for c in pattern.chars() {
+            if matches!(c, '{' | '}' | ',') {
+                escaped.push('\\');
+            }
+            escaped.push(c);
         }
-        escaped.push(c);
+        let matcher = GlobBuilder::new(&escaped)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .build()
+            .map(|glob| glob.compile_matcher())
+            .map_err(|err| format!("permission entry '{entry}' has a bad glob pattern: {err}"))?;
+        let literal_end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
+        Ok(Glob {
+            literal_start: pattern[..literal_end].to_owned(),
+            matcher,
+        })
     }
-    GlobBuilder::new(&escaped)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .build()
-        .map(|glob| glob.compile_matcher())
-        .map_err(|err| format!("permission entry '{entry}' has a bad glob pattern: {err}"))
+
+    fn is_match(&self, command: &str) -> bool {
+        command.starts_with(&self.literal_start) && self.matcher.is_match(command)
+    }
 }
 
 #[cfg(test)]

@@ -25,18 +25,23 @@
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
 //! (`$(echo sudo)`), an alias, a function defined earlier, a script file, `source`, or a
 //! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
-//! [`MAX_DEPTH`] and text past the re-parse budget are not parsed but cut crudely at every
-//! operator and bracket with quotes removed, which over-reports rather than under-reports.
-//! The pass never panics and runs in time linear in the input (times a small constant).
+//! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not parsed
+//! but cut crudely at every operator and bracket with quotes removed, which over-reports
+//! rather than under-reports, and [`Split::gave_up`] says so; the policy refuses such text.
+//! The pass never panics, and its time and the size of what it returns are linear in the
+//! input (times a small constant).
 
 use std::collections::HashSet;
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
 /// before the rest of that construct is treated crudely.
-pub const MAX_DEPTH: usize = 48;
+pub const MAX_DEPTH: usize = 64;
 
 /// How many wrapper layers (`nohup timeout 5 env X=1 ...`) are peeled off one command.
 const MAX_LAYERS: usize = 16;
+
+/// The longest `${...}` kept as written in its word.
+const MAX_PARAMETER: usize = 256;
 
 /// Words longer than this are not brace-expanded.
 const MAX_BRACE_WORD: usize = 4096;
@@ -64,16 +69,34 @@ pub struct SimpleCommand {
     pub transparent: bool,
 }
 
+/// The simple commands found in a text, and whether any part of it was only read crudely.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Split {
+    /// Every simple command, in order of appearance (commands inside a substitution come
+    /// before the command holding it).
+    pub commands: Vec<SimpleCommand>,
+    /// True when nesting deeper than [`MAX_DEPTH`] or re-parsing more than the budget
+    /// allows made the splitter fall back to its crude reading for some part of the text.
+    /// The commands listed are then an over-approximation, and may be incomplete.
+    pub gave_up: bool,
+}
+
 /// Splits shell text into the simple commands it would run, each in all its spellings.
 /// Accepts any text; never panics.
-pub fn split(text: &str) -> Vec<SimpleCommand> {
+pub fn split(text: &str) -> Split {
+    let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
     let mut cx = Context {
         out: Vec::new(),
-        budget: text.len().saturating_mul(8).saturating_add(1 << 16),
+        budget: allowance,
+        crude_budget: allowance,
+        gave_up: false,
     };
     let mut parser = Parser::new(text.as_bytes(), 0);
     parser.parse_list(&mut cx, Until::End);
-    cx.out
+    Split {
+        commands: cx.out,
+        gave_up: cx.gave_up,
+    }
 }
 
 /// Every spelling of every simple command in `text`, without duplicates, in order of
@@ -81,7 +104,7 @@ pub fn split(text: &str) -> Vec<SimpleCommand> {
 pub fn simple_commands(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for command in split(text) {
+    for command in split(text).commands {
         for form in command.forms {
             if seen.insert(form.clone()) {
                 out.push(form);
@@ -91,11 +114,28 @@ pub fn simple_commands(text: &str) -> Vec<String> {
     out
 }
 
-/// State shared by every parser working on one input: the commands found so far and how
-/// many more bytes may be re-parsed (backtick bodies, `sh -c` strings, `eval` arguments).
+/// State shared by every parser working on one input.
 struct Context {
+    /// The commands found so far.
     out: Vec<SimpleCommand>,
+    /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
+    /// `eval` arguments, `find -exec` commands, retried `((`).
     budget: usize,
+    /// How many more bytes the crude fallback may read.
+    crude_budget: usize,
+    /// Whether the crude fallback was needed.
+    gave_up: bool,
+}
+
+/// How an arithmetic expression after `((` ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Arithmetic {
+    /// At its `))`.
+    Closed,
+    /// At a lone `)`: it was nested subshells, `( (...) )`, and must be read again as such.
+    Mismatched,
+    /// At the end of the input (a syntax error for the shell, which runs nothing).
+    Unterminated,
 }
 
 /// Where a command list ends.
@@ -365,7 +405,7 @@ impl<'s> Parser<'s> {
             // subshells after all, read again below. The budget pays for the second reading.
             let start = self.pos;
             self.advance(2);
-            if self.arithmetic(cx) {
+            if self.arithmetic(cx) != Arithmetic::Mismatched {
                 return;
             }
             cx.budget = cx.budget.saturating_sub(self.pos - start);
@@ -595,9 +635,10 @@ impl<'s> Parser<'s> {
                     }
                     // Process substitution.
                     let start = self.pos;
+                    let placeholder: &[u8] = if byte == b'<' { b"<(...)" } else { b">(...)" };
                     self.advance(2);
                     self.command_substitution(cx);
-                    self.push_substitution(&mut word.text, start);
+                    self.push_placeholder(&mut word.text, start, placeholder);
                     word.expanded = true;
                 }
                 b'\\' => match self.peek_at(1) {
@@ -638,17 +679,20 @@ impl<'s> Parser<'s> {
                 }
                 b'=' => {
                     let name = word.text.strip_suffix(b"+").unwrap_or(&word.text);
+                    // `NAME[subscript]=value` assigns to an array element.
+                    let name = match name.iter().position(|&b| b == b'[') {
+                        Some(open) if name.ends_with(b"]") => &name[..open],
+                        _ => name,
+                    };
                     if !word.assignment && word.plain() && is_name(name) {
                         word.assignment = true;
                         word.text.push(b'=');
                         self.advance(1);
                         if self.peek() == Some(b'(') {
                             // An array assignment: `NAME=(a b c)`.
-                            let start = self.pos;
                             self.advance(1);
                             self.balanced_with_expansions(cx);
-                            word.text
-                                .extend_from_slice(&self.src[start..self.pos.max(start)]);
+                            word.text.extend_from_slice(b"(...)");
                         }
                     } else {
                         word.text.push(b'=');
@@ -669,13 +713,16 @@ impl<'s> Parser<'s> {
         word
     }
 
-    /// Appends the source text of a substitution that started at `start`, unless it was
-    /// empty (`$()`, ``` `` ```), which expands to nothing.
-    fn push_substitution(&self, buf: &mut Vec<u8>, start: usize) {
+    /// Stands a substitution that started at `start` in its word as `placeholder` (such as
+    /// `$(...)`), unless it was empty (`$()`, ``` `` ```), which expands to nothing. Its
+    /// commands are checked on their own; keeping only a placeholder keeps every spelling
+    /// short however deep the nesting.
+    fn push_placeholder(&self, buf: &mut Vec<u8>, start: usize, placeholder: &[u8]) {
         let raw = self.src.get(start..self.pos).unwrap_or(&[]);
-        let inner = raw.iter().filter(|b| !b" \t\n$()`<>".contains(b)).count();
-        if inner > 0 {
-            buf.extend_from_slice(raw);
+        // Only a short text can be empty; looking no further keeps deep nesting linear.
+        let empty = raw.len() <= 16 && raw.iter().all(|b| b" \t\n$()`<>".contains(b));
+        if !empty {
+            buf.extend_from_slice(placeholder);
         }
     }
 
@@ -736,18 +783,19 @@ impl<'s> Parser<'s> {
             Some(b'(') => {
                 if self.peek_at(2) == Some(b'(') && cx.budget > 0 {
                     self.advance(3);
-                    if self.arithmetic(cx) {
-                        buf.extend_from_slice(&self.src[start..self.pos]);
+                    if self.arithmetic(cx) != Arithmetic::Mismatched {
+                        buf.extend_from_slice(b"$((...))");
                         return Dollar::Expanded;
                     }
                     // Not arithmetic after all: `$( (subshell) )`.
                     let scanned = self.pos.saturating_sub(start);
                     if cx.budget < scanned {
+                        cx.gave_up = true;
                         self.pos = start + 2;
                         let inner_start = self.pos;
                         self.skip_balanced(b'(', b')');
                         crude(cx, &self.src[inner_start..self.pos]);
-                        buf.extend_from_slice(&self.src[start..self.pos]);
+                        buf.extend_from_slice(b"$(...)");
                         return Dollar::Expanded;
                     }
                     cx.budget -= scanned;
@@ -756,7 +804,7 @@ impl<'s> Parser<'s> {
                     self.advance(2);
                 }
                 self.command_substitution(cx);
-                self.push_substitution(buf, start);
+                self.push_placeholder(buf, start, b"$(...)");
                 Dollar::Expanded
             }
             Some(b'{') => {
@@ -766,7 +814,14 @@ impl<'s> Parser<'s> {
                     return Dollar::Blank;
                 }
                 self.braced_parameter(cx, in_quotes);
-                buf.extend_from_slice(&self.src[start..self.pos]);
+                // A plain `${HOME}` stays as written so rules can name it; anything holding
+                // an expansion of its own stands as `${...}`.
+                let raw = &self.src[start..self.pos];
+                if raw.len() <= MAX_PARAMETER && !raw[1..].iter().any(|b| b"$`".contains(b)) {
+                    buf.extend_from_slice(raw);
+                } else {
+                    buf.extend_from_slice(b"${...}");
+                }
                 Dollar::Expanded
             }
             Some(b'\'') if !in_quotes => {
@@ -814,9 +869,8 @@ impl<'s> Parser<'s> {
         self.depth -= 1;
     }
 
-    /// Reads an arithmetic expression after `((`, entering substitutions in it. Returns
-    /// false when the text is not closed by `))`, so it was a nested subshell instead.
-    fn arithmetic(&mut self, cx: &mut Context) -> bool {
+    /// Reads an arithmetic expression after `((`, entering substitutions in it.
+    fn arithmetic(&mut self, cx: &mut Context) -> Arithmetic {
         if self.depth + 1 >= MAX_DEPTH {
             let start = self.pos;
             self.skip_balanced(b'(', b')');
@@ -824,14 +878,14 @@ impl<'s> Parser<'s> {
             if self.peek() == Some(b')') {
                 self.advance(1);
             }
-            return true;
+            return Arithmetic::Closed;
         }
         self.depth += 1;
         let mut nesting = 0usize;
         let mut scratch = Vec::new();
-        let closed = loop {
+        let ending = loop {
             match self.peek() {
-                None => break false,
+                None => break Arithmetic::Unterminated,
                 Some(b'(') => {
                     nesting += 1;
                     self.advance(1);
@@ -840,9 +894,9 @@ impl<'s> Parser<'s> {
                     if nesting == 0 {
                         if self.peek_at(1) == Some(b')') {
                             self.advance(2);
-                            break true;
+                            break Arithmetic::Closed;
                         }
-                        break false;
+                        break Arithmetic::Mismatched;
                     }
                     nesting -= 1;
                     self.advance(1);
@@ -865,7 +919,7 @@ impl<'s> Parser<'s> {
             scratch.clear();
         };
         self.depth -= 1;
-        closed
+        ending
     }
 
     /// Reads `${ ... }` after its `${`, entering substitutions in it.
@@ -1087,7 +1141,7 @@ impl<'s> Parser<'s> {
                 }
             }
         }
-        self.push_substitution(buf, start);
+        self.push_placeholder(buf, start, b"`...`");
         if body.iter().any(|b| !b.is_ascii_whitespace()) {
             sub_parse(cx, &body, self.depth + 1);
         }
@@ -1136,15 +1190,26 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
 }
 
 /// The conservative reading used where the parser gives up: quotes and backslashes are
-/// removed and the text is cut at every operator and bracket; each piece is a command.
+/// removed and the text is cut at every operator and bracket; each distinct piece is a
+/// command. Past its own budget it lists nothing more (the text is marked as given up on
+/// either way).
 fn crude(cx: &mut Context, text: &[u8]) {
-    let pieces = text.split(|b| b";&|(){}<>\n`".contains(b));
-    for piece in pieces {
+    cx.gave_up = true;
+    if cx.crude_budget < text.len() {
+        cx.crude_budget = 0;
+        return;
+    }
+    cx.crude_budget -= text.len();
+    let mut seen = HashSet::new();
+    for piece in text.split(|b| b";&|(){}<>\n`".contains(b)) {
         let cleaned: Vec<u8> = piece
             .iter()
             .copied()
             .filter(|b| !matches!(b, b'\'' | b'"' | b'\\'))
             .collect();
+        if !seen.insert(cleaned.clone()) {
+            continue;
+        }
         let cleaned = String::from_utf8_lossy(&cleaned);
         let words: Vec<String> = cleaned
             .split_whitespace()
@@ -1218,6 +1283,12 @@ fn emit_texts(cx: &mut Context, words: Vec<String>, depth: usize, written: Optio
         sub_parse(cx, script.as_bytes(), depth + 1);
     }
     for exec in execs {
+        let size: usize = exec.iter().map(|w| w.len() + 1).sum();
+        if cx.budget < size {
+            cx.gave_up = true;
+            continue;
+        }
+        cx.budget -= size;
         emit_texts(cx, exec, depth + 1, None);
     }
 }

@@ -250,7 +250,7 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "cat << \"EOF\"\nrm -rf /\nEOF",
     "echo x # ; sudo ls",
     "# sudo ls\necho hi",
-    "echo \\$(sudo ls)",
+    "echo \"\\$(sudo ls)\"",
     "echo '$(sudo ls)'",
     "echo '`sudo ls`'",
     "echo \"\\`sudo ls\\`\"",
@@ -532,8 +532,9 @@ fn splitter_spellings() {
     );
     assert_eq!(simple_commands("(( i++ )) && a"), vec!["a"]);
     assert_eq!(simple_commands("x=1 y=$(a) b c"), vec!["a", "b c"]);
+    assert_eq!(simple_commands("a[1]=x b+=y c"), vec!["c"]);
     assert_eq!(simple_commands("echo a\\ b"), vec!["echo a b"]);
-    let commands = split("nohup bash -c 'make'");
+    let commands = split("nohup bash -c 'make'").commands;
     assert!(commands[0].transparent);
     assert_eq!(commands[0].innermost, vec!["bash -c make"]);
     assert_eq!(commands[1].innermost, vec!["make"]);
@@ -676,7 +677,7 @@ fn fuzz_never_panics() {
     for round in 0..4000 {
         let pieces = 1 + rng.below(if round % 10 == 0 { 400 } else { 40 });
         let text = random_text(&mut rng, pieces);
-        let commands = split(&text);
+        let commands = split(&text).commands;
         for command in &commands {
             assert!(!command.forms.is_empty(), "{text:?}");
         }
@@ -697,7 +698,7 @@ fn one_mebibyte_of_random_text_is_quick() {
         text.push_str(&random_text(&mut rng, 1000));
     }
     let started = Instant::now();
-    let commands = split(&text);
+    let commands = split(&text).commands;
     let _ = f.policy.check(text.as_bytes());
     let took = started.elapsed();
     assert!(!commands.is_empty());
@@ -735,6 +736,13 @@ fn pathological_inputs() -> Vec<(&'static str, String)> {
         ("newlines", repeat("\n")),
         ("escapes", repeat("\\")),
         ("ansi-c", repeat("$'\\x")),
+        (
+            "script",
+            repeat(
+                "echo \"$(date)\" && ls -la | grep -v '^d' > out.txt 2>&1; for f in *.rs; do \
+                 wc -l \"$f\"; done\nif [ -f x ]; then timeout 5 make test; fi\n",
+            ),
+        ),
     ]
 }
 
@@ -779,6 +787,56 @@ fn depth_limit_is_conservative() {
     assert!(refused(&f.policy, &deep_quoted));
     let nested_backticks = "echo `echo \\`echo \\\\\\`sudo ls\\\\\\`\\``";
     assert!(refused(&f.policy, nested_backticks));
+}
+
+#[test]
+fn partial_text_is_checked_up_to_its_last_word() {
+    let f = default_fixture();
+    assert!(f.policy.check_partial(b"").is_allowed());
+    assert!(f.policy.check_partial(b"   ").is_allowed());
+    assert!(f.policy.check_partial(b"su").is_allowed());
+    assert!(f.policy.check_partial(b"echo hi; su").is_allowed());
+    assert!(f.policy.check_partial(b"rm -rf /").is_allowed());
+    assert!(f.policy.check_partial(b"rm -rf /tmp/x").is_allowed());
+    assert!(!f.policy.check_partial(b"sudo ").is_allowed());
+    assert!(!f.policy.check_partial(b"echo; sudo ls\necho").is_allowed());
+    assert!(!f.policy.check_partial(b"rm -rf / \n").is_allowed());
+    assert!(!f.policy.check(b"su").is_allowed());
+}
+
+#[test]
+fn text_too_deep_to_read_is_refused_with_a_reason() {
+    let f = fixture("{}", false);
+    let deep = format!("echo {}hi{}", "$(echo ".repeat(100), ")".repeat(100));
+    assert!(split(&deep).gave_up);
+    assert_eq!(
+        f.policy.check(deep.as_bytes()),
+        Verdict::Deny {
+            rule: None,
+            reason: TOO_COMPLEX_REASON.to_owned()
+        }
+    );
+    // Ordinary nesting is read in full.
+    let ordinary = format!("echo {}hi{}", "$(echo ".repeat(10), ")".repeat(10));
+    assert!(!split(&ordinary).gave_up);
+    assert!(f.policy.check(ordinary.as_bytes()).is_allowed());
+    // A deny rule that matches still names itself.
+    let d = default_fixture();
+    let deep_sudo = format!("sudo ls; {deep}");
+    let Verdict::Deny { rule, .. } = d.policy.check(deep_sudo.as_bytes()) else {
+        panic!("refused");
+    };
+    assert_eq!(rule.as_deref(), Some("Bash(sudo:*)"));
+    for (_, text) in pathological_inputs()
+        .into_iter()
+        .filter(|(n, _)| *n == "script")
+    {
+        assert!(
+            !split(&text).gave_up,
+            "a long ordinary script is read in full"
+        );
+        assert!(d.policy.check(text.as_bytes()).is_allowed());
+    }
 }
 
 // ---- reload ------------------------------------------------------------------------------
