@@ -2,7 +2,8 @@
 //! completions and the man page are generated from this definition.
 
 use crate::units::{parse_duration, parse_size};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
+use clap_complete::Shell;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -88,4 +89,27 @@ pub struct Cli {
     /// With --daemon: append the log here [default: discarded]
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub log_file: Option<PathBuf>,
+
+    /// Print the completion script for SHELL and exit (for packagers)
+    #[arg(long, value_name = "SHELL", hide = true, conflicts_with = "man")]
+    pub completions: Option<Shell>,
+
+    /// Print the man page in roff and exit (for packagers)
+    #[arg(long, hide = true)]
+    pub man: bool,
+}
+
+/// The completion script for `shell`, generated from the definition above.
+pub fn completion_script(shell: Shell) -> Vec<u8> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "terminalfs", &mut script);
+    script
+}
+
+/// The man page (section 1, roff), generated from the definition above. Hidden flags
+/// such as `--completions` and `--man` are left out.
+pub fn man_page() -> std::io::Result<Vec<u8>> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+    Ok(page)
 }

@@ -1,7 +1,8 @@
 //! The `terminalfs` binary: parse the command line, pick the mode, report errors.
 
 use clap::Parser;
-use terminalfs::cli::Cli;
+use std::io::Write;
+use terminalfs::cli::{self, Cli};
 use terminalfs::config::{absolute, default_mount_path, Config};
 use terminalfs::{app, policy};
 
@@ -18,6 +19,14 @@ fn main() {
 }
 
 fn run(cli: &Cli) -> Result<(), String> {
+    // Packaging helpers: they read no settings and mount nothing.
+    if let Some(shell) = cli.completions {
+        return print_bytes(&cli::completion_script(shell));
+    }
+    if cli.man {
+        let page = cli::man_page().map_err(|e| format!("cannot render the man page: {e}"))?;
+        return print_bytes(&page);
+    }
     if let Some(file) = &cli.init_settings {
         let path = absolute(
             &file
@@ -47,4 +56,11 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
     let config = Config::from_cli(cli)?;
     app::run(config)
+}
+
+fn print_bytes(bytes: &[u8]) -> Result<(), String> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write to standard output: {e}"))
 }

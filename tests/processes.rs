@@ -1,43 +1,7 @@
 //! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
 
-use crate::common::{wait_until, Mount};
+use crate::common::{group_members, process_alive, wait_until, Mount};
 use std::time::{Duration, Instant};
-
-fn process_alive(pid: i32) -> bool {
-    // A zombie no longer counts: look at its state.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-fn group_members(pgid: i32) -> Vec<i32> {
-    let mut members = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let fields: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        // After "(comm)": state, ppid, pgrp, session, ...
-        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(pgid) && fields[0] != "Z" {
-            members.push(pid);
-        }
-    }
-    members
-}
 
 #[test]
 fn a_command_runs_in_the_shell_cwd_and_environment_it_should() {

@@ -3,9 +3,13 @@
 
 mod common;
 
+mod deny;
 mod drafts;
 mod lifetime;
 mod mount;
+mod output;
+mod packaging;
 mod processes;
 mod reading;
+mod supervision;
 mod tree;

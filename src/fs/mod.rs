@@ -96,9 +96,16 @@ struct Draft {
     /// Set when the command was decided; it starts at this instant.
     start_at: Option<Instant>,
     /// Set when a write was refused; the last close turns it into a denied command.
-    refusal: Option<String>,
+    refusal: Option<Refusal>,
     modified: SystemTime,
     touched: Instant,
+}
+
+/// Why a command will not run, and which rule said so (if one did).
+#[derive(Clone)]
+struct Refusal {
+    rule: Option<String>,
+    reason: String,
 }
 
 enum Run {
@@ -845,9 +852,10 @@ impl Tree {
                 draft.modified = SystemTime::now();
                 draft.touched = Instant::now();
                 draft.flushed_after_write = false;
-                if let Verdict::Deny { reason, .. } = self.policy.check(&draft.text) {
+                // A write may end inside a word (`su` of `sum`): check up to the last blank.
+                if let Verdict::Deny { rule, reason } = self.policy.check_partial(&draft.text) {
                     if !draft.text.iter().all(u8::is_ascii_whitespace) {
-                        draft.refusal = Some(reason);
+                        draft.refusal = Some(Refusal { rule, reason });
                         return Err(Errno(libc::EPERM));
                     }
                 }
@@ -870,6 +878,14 @@ impl Tree {
         };
         let owner = *owner;
         if let Some(Entry::Draft(draft)) = state.entries.get_mut(&owner) {
+            if draft.refusal.is_none() && !draft.text.iter().all(u8::is_ascii_whitespace) {
+                // A close that would be refused at the decision fails now, while the
+                // writer can still see it: the last word is complete by now (writes only
+                // check up to the last blank), and the rules may have changed.
+                if let Verdict::Deny { rule, reason } = self.policy.check(&draft.text) {
+                    draft.refusal = Some(Refusal { rule, reason });
+                }
+            }
             if draft.refusal.is_some() {
                 return Err(Errno(libc::EPERM));
             }
@@ -1006,22 +1022,21 @@ impl Tree {
             return;
         };
         let text = String::from_utf8_lossy(&draft.text).into_owned();
-        let refusal = if let Some(reason) = draft.refusal.clone() {
-            Some(reason)
-        } else if text.trim().is_empty() {
-            Some("refused: no command: only whitespace was written".to_string())
-        } else if let Verdict::Deny { reason, .. } = self.policy.check(&draft.text) {
-            Some(reason)
+        let plain = |reason: String| Some(Refusal { rule: None, reason });
+        let refusal = if let Some(refusal) = draft.refusal.clone() {
+            Some(refusal)
+        } else if let Verdict::Deny { rule, reason } = self.policy.check(&draft.text) {
+            Some(Refusal { rule, reason })
         } else if let Err(reason) = parse_directives(&text) {
-            Some(format!("refused: {reason}"))
+            plain(format!("refused: {reason}"))
         } else {
             None
         };
         match refusal {
-            Some(reason) => {
+            Some(Refusal { rule, reason }) => {
                 let name = draft.name.clone();
                 let text: Arc<[u8]> = std::mem::take(&mut draft.text).into();
-                self.record("denied", &name, &text, Some(&reason));
+                self.record("denied", &name, &text, rule.as_deref(), Some(&reason));
                 state.ctl.remove(&name);
                 state.entries.remove(&id);
                 self.add_command(state, name, text, Run::Denied { reason }, self.config.keep);
@@ -1032,11 +1047,18 @@ impl Tree {
         }
     }
 
-    fn record(&self, decision: &str, name: &str, text: &[u8], reason: Option<&str>) {
+    fn record(
+        &self,
+        decision: &str,
+        name: &str,
+        text: &[u8],
+        rule: Option<&str>,
+        reason: Option<&str>,
+    ) {
         if let Some(audit) = &self.audit {
             let command = String::from_utf8_lossy(text);
             let cwd = &self.supervisor.config().cwd;
-            if let Err(error) = audit.record(name, &command, cwd, decision, None, reason) {
+            if let Err(error) = audit.record(name, &command, cwd, decision, rule, reason) {
                 eprintln!("terminalfs: cannot write the audit log: {error}");
             }
         }
@@ -1087,7 +1109,7 @@ impl Tree {
             timeout: directives.timeout.or(self.config.timeout),
             memory: directives.memory,
         });
-        self.record("ran", &draft.name, &draft.text, None);
+        self.record("ran", &draft.name, &draft.text, None, None);
         let keep = directives.keep.unwrap_or(self.config.keep);
         self.add_command(state, draft.name, draft.text.into(), Run::Job(job), keep);
     }

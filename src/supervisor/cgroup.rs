@@ -186,6 +186,31 @@ impl Cgroups {
         Ok(CommandCgroup { dir, procs })
     }
 
+    /// Sends `signal` to every process in every command cgroup, including what a
+    /// command that has stopped left running (shutdown). Returns how many it saw.
+    pub fn signal_all(&self, signal: i32) -> usize {
+        let mut seen = 0;
+        if let Ok(entries) = std::fs::read_dir(&self.parent) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    for pid in pids_in(&entry.path()) {
+                        seen += 1;
+                        // SAFETY: sending a signal; a vanished pid gives ESRCH.
+                        unsafe {
+                            libc::kill(pid, signal);
+                        }
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    /// Whether any process is left in any command cgroup.
+    pub fn populated(&self) -> bool {
+        populated(&self.parent)
+    }
+
     /// Kills everything in every command cgroup and removes them (shutdown).
     pub fn tear_down(&self) {
         reap_tree(&self.parent);

@@ -107,6 +107,13 @@ pub struct Supervisor {
 
 impl Supervisor {
     pub fn start(config: SupervisorConfig, notify: Notify) -> std::io::Result<Supervisor> {
+        // An ignored SIGCHLD survives exec, and with it the kernel reaps children by
+        // itself: the pump would never get an exit status (a busy poll on the pidfd and
+        // a command that never stops, or exit code 0 made up by a waiter thread).
+        // SAFETY: restoring the default disposition of one signal; no handler involved.
+        unsafe {
+            libc::signal(libc::SIGCHLD, libc::SIG_DFL);
+        }
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
         let pump = Pump::start(notify.clone(), live.clone())?;
         let timer = Timer::start();
@@ -200,6 +207,8 @@ impl Supervisor {
                         "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
                         request.text.len()
                     ));
+                    // Nothing ever ran in the cgroup made for it.
+                    job.remove_cgroup_if_done();
                     (self.notify)(id);
                     return job;
                 }
@@ -219,8 +228,9 @@ impl Supervisor {
             .stdout(Stdio::from(pipes.stdout_write))
             .stderr(Stdio::from(pipes.stderr_write));
         let script_fd = script.as_ref().map(|fd| fd.as_raw_fd());
-        // SAFETY: only async-signal-safe calls (setsid, dup2, fcntl, sigprocmask) that
-        // touch no memory of the parent.
+        let driver = std::process::id() as libc::pid_t;
+        // SAFETY: only async-signal-safe calls (setsid, prctl, getppid, dup2, fcntl,
+        // sigprocmask, setrlimit, open/write/close) that touch no memory of the parent.
         unsafe {
             command.pre_exec(move || {
                 if libc::setsid() < 0 {
@@ -230,7 +240,16 @@ impl Supervisor {
                 libc::sigemptyset(&mut empty);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
                 #[cfg(target_os = "linux")]
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    // The driver may have died between fork and prctl: then no signal
+                    // will ever come, so do not run unowned.
+                    if libc::getppid() != driver {
+                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                    }
+                }
+                #[cfg(not(target_os = "linux"))]
+                let _ = driver;
                 if let Some(procs) = &procs {
                     cgroup::join_in_child(procs)?;
                 }
@@ -267,7 +286,7 @@ impl Supervisor {
                 if let Some(limit) = request.timeout {
                     self.timer.schedule(
                         Instant::now() + limit,
-                        TimerAction::Timeout(job.clone(), limit),
+                        TimerAction::Timeout(Arc::downgrade(&job), limit),
                     );
                 }
             }
@@ -279,6 +298,8 @@ impl Supervisor {
                 );
                 self.pump.abandon(id);
                 job.mark_failed_to_start(&message);
+                // Nothing ever ran in the cgroup made for it.
+                job.remove_cgroup_if_done();
             }
         }
         (self.notify)(id);
@@ -297,19 +318,34 @@ impl Supervisor {
         }
     }
 
-    /// Stops every live job and waits (up to the grace period plus a margin) until
-    /// their shells have been reaped.
+    /// Stops every live job, and whatever stopped jobs left running in their cgroups,
+    /// the same way (SIGTERM, then SIGKILL after the grace period), and waits (up to
+    /// the grace period plus a margin) until their shells have been reaped.
     pub fn shutdown(&self) {
         let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
         for job in &jobs {
             self.kill(job, "stopped because terminalfs shut down");
         }
-        let deadline = Instant::now() + self.config.kill_grace + Duration::from_secs(2);
+        // A stopped job is no longer live, but a daemon it started may still be in its
+        // cgroup; it gets its SIGTERM and grace too, not just the final SIGKILL.
+        if let Some(cgroups) = &self.cgroups {
+            cgroups.signal_all(libc::SIGTERM);
+        }
+        let grace_over = Instant::now() + self.config.kill_grace;
+        let deadline = grace_over + Duration::from_secs(2);
+        let mut grace_kill_sent = false;
         while Instant::now() < deadline
-            && jobs
+            && (jobs
                 .iter()
                 .any(|job| job.is_running() || job.cgroup_populated())
+                || self.cgroups.as_ref().is_some_and(Cgroups::populated))
         {
+            if !grace_kill_sent && Instant::now() >= grace_over {
+                if let Some(cgroups) = &self.cgroups {
+                    cgroups.signal_all(libc::SIGKILL);
+                }
+                grace_kill_sent = true;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
         for job in &jobs {

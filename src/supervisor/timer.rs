@@ -4,15 +4,17 @@
 use crate::supervisor::job::Job;
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::BinaryHeap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub enum TimerAction {
     /// SIGKILL the group: the grace period after SIGTERM is over.
     Kill(Arc<Job>),
-    /// The command's time limit is reached: stop it the same way `kill` does.
-    Timeout(Arc<Job>, Duration),
+    /// The command's time limit is reached: stop it the same way `kill` does. Weak, so
+    /// a limit hours away does not keep a removed command's output in memory (a job
+    /// nobody holds any more has stopped: the pump holds it while it runs).
+    Timeout(Weak<Job>, Duration),
     /// Try again to remove a finished job's cgroup (attempts left).
     Tidy(Arc<Job>, u32),
 }
@@ -117,6 +119,9 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
                     }
                 }
                 TimerAction::Timeout(job, limit) => {
+                    let Some(job) = job.upgrade() else {
+                        continue;
+                    };
                     if job.mark_timed_out(limit) {
                         // The caller's Kill path is reproduced here without the
                         // supervisor: TERM now, KILL after the job's grace.

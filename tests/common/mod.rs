@@ -75,6 +75,12 @@ impl Mount {
     }
 
     pub fn with(options: Options) -> Mount {
+        Mount::with_launcher(options, &|_| {})
+    }
+
+    /// Like [`Mount::with`], with a chance to adjust how the driver is launched (its
+    /// environment, or what it inherits, through `pre_exec`).
+    pub fn with_launcher(options: Options, launcher: &dyn Fn(&mut Command)) -> Mount {
         let dir = tempfile::Builder::new()
             .prefix("tfs-test-")
             .tempdir()
@@ -93,12 +99,17 @@ impl Mount {
             child: None,
             log: Arc::new(Mutex::new(String::new())),
         };
-        mount.spawn(&options.args);
+        mount.spawn_with(&options.args, launcher);
         mount
     }
 
     /// Starts the driver on this mount's path and waits until it is ready.
     pub fn spawn(&mut self, args: &[&str]) {
+        self.spawn_with(args, &|_| {});
+    }
+
+    /// [`Mount::spawn`], letting `launcher` adjust the command first.
+    pub fn spawn_with(&mut self, args: &[&str], launcher: &dyn Fn(&mut Command)) {
         let mut command = Command::new(BIN);
         if !args.contains(&"--cwd") {
             command.arg("--cwd").arg(self.dir.path());
@@ -114,6 +125,7 @@ impl Mount {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        launcher(&mut command);
         let mut child = command.spawn().expect("the terminalfs binary starts");
         let stderr = child.stderr.take().unwrap();
         let log = self.log.clone();
@@ -253,6 +265,113 @@ impl Drop for Mount {
         }
         if is_mounted(&self.path) {
             let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        }
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` after `(comm)`: state, ppid, pgrp, session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub session: i32,
+}
+
+/// Reads `/proc/<pid>/stat`; None once the process is gone (or fully reaped).
+pub fn proc_stat(pid: i32) -> Option<ProcStat> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // comm may hold spaces and parentheses: the fields start after the last ')'.
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    Some(ProcStat {
+        state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+    })
+}
+
+/// Every process on the machine with its stat fields.
+pub fn all_processes() -> Vec<(i32, ProcStat)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter_map(|pid| proc_stat(pid).map(|stat| (pid, stat)))
+        .collect()
+}
+
+/// Whether `pid` runs; a zombie no longer counts.
+pub fn process_alive(pid: i32) -> bool {
+    proc_stat(pid).is_some_and(|stat| stat.state != 'Z')
+}
+
+/// The live (non-zombie) members of process group `pgid`.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    all_processes()
+        .into_iter()
+        .filter(|(_, stat)| stat.pgrp == pgid && stat.state != 'Z')
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// The children of `parent`, with their state ('Z' for a zombie).
+pub fn children_of(parent: i32) -> Vec<(i32, char)> {
+    all_processes()
+        .into_iter()
+        .filter(|(_, stat)| stat.ppid == parent)
+        .map(|(pid, stat)| (pid, stat.state))
+        .collect()
+}
+
+/// How many descriptors `pid` has open.
+pub fn fd_count(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+}
+
+/// How many threads `pid` has.
+pub fn thread_count(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |dir| dir.count())
+}
+
+/// When a process started (clock ticks after boot), to tell it from a later one that
+/// reuses its pid.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After "(comm)": field 22 of stat is the 20th.
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// SIGKILLs, when dropped, every recorded process that still runs, so a failing test
+/// leaves nothing behind (not even what it made escape the driver on purpose). A pid
+/// reused by another process since is left alone.
+#[derive(Default)]
+pub struct Reaper {
+    pids: Mutex<Vec<(i32, Option<u64>)>>,
+}
+
+impl Reaper {
+    pub fn watch(&self, pid: i32) {
+        self.pids.lock().unwrap().push((pid, start_time(pid)));
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for (pid, started) in self.pids.lock().unwrap().drain(..) {
+            if started.is_some() && process_alive(pid) && start_time(pid) == started {
+                // SAFETY: sending a signal to a process this test made.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
         }
     }
 }

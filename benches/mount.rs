@@ -1,0 +1,162 @@
+//! Figures for a real mount: read throughput of a growing file against a plain file,
+//! how soon `follow` and `wait` see what happens, the cost of a small-file round trip,
+//! and the pump's capture rate. Run with `cargo bench`; it prints figures and ratios
+//! and asserts nothing about speed (a noisy machine would make that flaky).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Mount;
+use std::io::{BufRead, BufReader, Read};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const GIB: u64 = 1 << 30;
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let index = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values[index]
+}
+
+/// Reads a file to the end with 1 MiB reads; returns MiB/s.
+fn read_rate(path: &std::path::Path) -> f64 {
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut buffer = vec![0u8; 1 << 20];
+    let started = Instant::now();
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn throughput() {
+    let mount = Mount::with_args(&["--max-output", "1g"]);
+    mount.run("gib", "head -c 1073741824 /dev/zero");
+    let plain = mount.dir.path().join("plain");
+    std::fs::write(&plain, vec![0u8; GIB as usize]).unwrap();
+    let fuse: Vec<f64> = (0..5)
+        .map(|_| read_rate(&mount.p("cmd/gib/stdout")))
+        .collect();
+    let local: Vec<f64> = (0..5).map(|_| read_rate(&plain)).collect();
+    let (fuse, local) = (median(fuse), median(local));
+    println!("read 1 GiB of stdout: {fuse:.0} MiB/s; same bytes from a local file: {local:.0} MiB/s; ratio {:.2}", fuse / local);
+    let meta = std::fs::metadata(mount.p("cmd/gib/stdout")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    println!("  (st_blksize of stdout: {} bytes)", meta.blksize());
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn follow_latency() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/ticks"),
+        "i=0; while [ $i -lt 60 ]; do date +%s%N; sleep 0.05; i=$((i+1)); done",
+    )
+    .unwrap();
+    let file = std::fs::File::open(mount.p("cmd/ticks/follow")).unwrap();
+    let mut delays = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let printed: u128 = line.unwrap().trim().parse().unwrap();
+        delays.push(now_ns().saturating_sub(printed) as f64 / 1e6);
+    }
+    println!(
+        "follow: a line reaches the reader {:.2} ms after it is printed (median), {:.2} ms (p99), {} lines",
+        median(delays.clone()),
+        percentile(delays.clone(), 0.99),
+        delays.len()
+    );
+}
+
+fn wait_round_trip() {
+    let mount = Mount::start();
+    let mut times = Vec::new();
+    for i in 0..200 {
+        let started = Instant::now();
+        std::fs::write(mount.p(&format!("ctl/w{i}")), "true").unwrap();
+        let answer = mount.read(&format!("cmd/w{i}/wait"));
+        assert_eq!(answer, "completed\n");
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    println!(
+        "write a command + read its wait: {:.2} ms median, {:.2} ms p99 (200 runs of `true`)",
+        median(times.clone()),
+        percentile(times, 0.99)
+    );
+}
+
+fn small_file_ops() {
+    let mount = Mount::start();
+    mount.run("s", "echo x");
+    let path = mount.p("cmd/s/status");
+    let started = Instant::now();
+    let rounds = 5000;
+    for _ in 0..rounds {
+        std::fs::read(&path).unwrap();
+    }
+    let each = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    let plain = mount.dir.path().join("status");
+    std::fs::write(&plain, "completed\n").unwrap();
+    let started = Instant::now();
+    for _ in 0..rounds {
+        std::fs::read(&plain).unwrap();
+    }
+    let local = started.elapsed().as_secs_f64() * 1e6 / rounds as f64;
+    println!(
+        "open+read+close of a status file: {each:.1} µs (local file {local:.1} µs, ratio {:.1})",
+        each / local
+    );
+}
+
+fn capture_rate() {
+    let mount = Mount::with_args(&["--max-output", "1m"]);
+    std::fs::write(mount.p("ctl/yes"), "timeout 5 yes").unwrap();
+    mount.wait("yes");
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/yes/result.json")).unwrap();
+    let bytes = result["stdout"]["bytes"].as_u64().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", mount.pid())).unwrap();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .unwrap_or("")
+        .to_string();
+    println!(
+        "capture: `yes` for 5 s gave {:.0} MiB/s into 1 MiB rings; driver {}",
+        bytes as f64 / (1 << 20) as f64 / 5.0,
+        rss.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let _ = Duration::ZERO;
+}
+
+fn main() {
+    // `cargo bench` passes --bench; a name filter may follow.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let all: [(&str, fn()); 5] = [
+        ("throughput", throughput),
+        ("follow", follow_latency),
+        ("wait", wait_round_trip),
+        ("small", small_file_ops),
+        ("capture", capture_rate),
+    ];
+    for (name, bench) in all {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            bench();
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! Output (SPEC 5): rings, overflow notices, interleaving, follow, result.json, bytes.
+
+use crate::common::{wait_until, Mount};
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in status"))
+}
+
+fn json(mount: &Mount, file: &str) -> serde_json::Value {
+    serde_json::from_str(&mount.read(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+#[test]
+fn rings_are_allocated_as_output_arrives() {
+    // 16 MiB rings allocated up front would reserve 48 MiB per command.
+    let mount = Mount::start();
+    mount.run("warm", "echo warm");
+    let before = status_kib(mount.pid(), "VmSize:");
+    for i in 0..60 {
+        std::fs::write(mount.p(&format!("ctl/l{i}")), format!("echo line {i}")).unwrap();
+    }
+    for i in 0..60 {
+        assert_eq!(mount.wait(&format!("l{i}")), "completed\n");
+    }
+    let after = status_kib(mount.pid(), "VmSize:");
+    let grown_mib = after.saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 256,
+        "the driver's address space grew by {grown_mib} MiB for 60 one-line commands"
+    );
+}
+
+fn numbered(lines: std::ops::RangeInclusive<u32>) -> String {
+    lines.map(|i| format!("line {i:05}\n")).collect()
+}
+
+#[test]
+fn overflow_is_announced_once_and_the_rest_is_exact() {
+    let mount = Mount::with_args(&["--max-output", "4k"]);
+    mount.run(
+        "flood",
+        "i=1; while [ $i -le 2000 ]; do printf 'line %05d\\n' $i; i=$((i+1)); done; echo err >&2",
+    );
+    let stream = numbered(1..=2000);
+    let kept = &stream[stream.len() - 4096..];
+    let dropped = stream.len() - 4096;
+    let text = mount.read("cmd/flood/stdout");
+    let (notice, rest) = text.split_once('\n').unwrap();
+    assert!(
+        notice.contains(&format!("{dropped} earlier bytes were dropped")),
+        "{notice}"
+    );
+    assert_eq!(rest, kept, "the retained bytes are exact and in order");
+    // The tools agree with that view.
+    let out = mount.ok(
+        "f=\"$M/cmd/flood/stdout\"; tail -n 3 \"$f\"; tail -c 11 \"$f\"; wc -c < \"$f\"; \
+         grep -c 'line 02000' \"$f\"; grep -c 'dropped' \"$f\"; head -n 1 \"$f\" | wc -l",
+    );
+    let expected = format!(
+        "line 01998\nline 01999\nline 02000\nline 02000\n{}\n1\n1\n1\n",
+        text.len()
+    );
+    assert_eq!(out, expected);
+    assert_eq!(
+        std::fs::metadata(mount.p("cmd/flood/stdout"))
+            .unwrap()
+            .len(),
+        text.len() as u64
+    );
+    // stderr did not overflow: no notice.
+    assert_eq!(mount.read("cmd/flood/stderr"), "err\n");
+    // result.json and the index report the drops.
+    let result = json(&mount, "cmd/flood/result.json");
+    assert_eq!(result["stdout"]["bytes"], stream.len() as u64);
+    assert_eq!(result["stdout"]["dropped"], dropped as u64);
+    assert_eq!(result["stderr"]["dropped"], 0);
+    assert!(result["output"]["dropped"].as_u64().unwrap() > 0);
+    assert!(mount
+        .read("cmd/index.md")
+        .contains(&format!("| {dropped} |")));
+}
+
+#[test]
+fn tail_f_opened_before_overflow_keeps_following_after_it() {
+    let mount = Mount::with_args(&["--max-output", "1k"]);
+    std::fs::write(
+        mount.p("ctl/slow"),
+        "i=1; while [ $i -le 300 ]; do printf 'line %05d\\n' $i; i=$((i+1)); sleep 0.01; done",
+    )
+    .unwrap();
+    let mut tail = Command::new("tail")
+        .args(["-f", "-n", "+1", "-s", "0.1"])
+        .arg(mount.p("cmd/slow/stdout"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    for i in 1..=300 {
+        let line = lines.next().expect("tail keeps printing").unwrap();
+        assert_eq!(line, format!("line {i:05}"));
+    }
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+    assert_eq!(mount.wait("slow"), "completed\n");
+    // By now a fresh read starts with the notice.
+    assert!(mount.read("cmd/slow/stdout").starts_with("[terminalfs: "));
+}
+
+#[test]
+fn output_interleaves_in_write_order() {
+    let mount = Mount::start();
+    for i in 0..40 {
+        mount.run(
+            &format!("o{i}"),
+            "echo a; echo b >&2; echo c; printf d >&2; printf e; echo f >&2",
+        );
+        assert_eq!(
+            mount.read(&format!("cmd/o{i}/output")),
+            "a\nb\nc\ndef\n",
+            "run {i}"
+        );
+        assert_eq!(mount.read(&format!("cmd/o{i}/stdout")), "a\nc\ne");
+        assert_eq!(mount.read(&format!("cmd/o{i}/stderr")), "b\ndf\n");
+    }
+    // Large writes interleave too, each kept whole.
+    mount.run("big", "head -c 20000 /dev/zero | tr '\\0' o; echo; echo E >&2; head -c 9000 /dev/zero | tr '\\0' p");
+    let output = mount.read("cmd/big/output");
+    let expected = format!("{}\nE\n{}", "o".repeat(20000), "p".repeat(9000));
+    assert_eq!(output, expected);
+}
+
+#[test]
+fn follow_streams_live_and_ends_by_itself() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/live"),
+        "echo first; sleep 1.5; date +%s%N; sleep 1; echo last >&2",
+    )
+    .unwrap();
+    let mut follow = std::fs::File::open(mount.p("cmd/live/follow")).unwrap();
+    let started = Instant::now();
+    let mut reader = BufReader::new(&mut follow);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "first\n");
+    line.clear();
+    reader.read_line(&mut line).unwrap();
+    let received = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let printed: u128 = line.trim().parse().unwrap();
+    let delay = Duration::from_nanos((received.saturating_sub(printed)) as u64);
+    // Live, not at the end: well before the command's last second is over.
+    assert!(
+        delay < Duration::from_millis(500),
+        "a line reached follow after {delay:?}"
+    );
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "last\n");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(mount.read("cmd/live/status"), "completed\n");
+    // A new open streams from the beginning, then ends at once.
+    let all = mount.read("cmd/live/follow");
+    assert!(
+        all.starts_with("first\n") && all.ends_with("last\n"),
+        "{all}"
+    );
+}
+
+#[test]
+fn many_followers_do_not_slow_each_other() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/chatty"),
+        "i=1; while [ $i -le 20 ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.1; done",
+    )
+    .unwrap();
+    let expected: String = (1..=20).map(|i| format!("tick {i}\n")).collect();
+    let followers: Vec<_> = (0..30)
+        .map(|_| {
+            let path = mount.p("cmd/chatty/follow");
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let text = std::fs::read_to_string(path).unwrap();
+                (text, started.elapsed())
+            })
+        })
+        .collect();
+    for follower in followers {
+        let (text, took) = follower.join().unwrap();
+        assert_eq!(text, expected);
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+}
+
+#[test]
+fn result_json_is_valid_at_every_moment() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/job"),
+        "python3 -c 'x = bytearray(60 * 1024 * 1024); print(len(x))'; sleep 0.5; echo done",
+    )
+    .unwrap();
+    let mut seen_running = false;
+    assert!(wait_until(Duration::from_secs(30), || {
+        let result = json(&mount, "cmd/job/result.json");
+        for key in [
+            "name",
+            "command",
+            "status",
+            "exitcode",
+            "signal",
+            "pid",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+            "user_ms",
+            "sys_ms",
+            "max_rss_kib",
+            "stdout",
+            "stderr",
+            "output",
+            "timed_out",
+            "killed",
+            "reason",
+            "containment",
+        ] {
+            assert!(result.get(key).is_some(), "{key} missing: {result}");
+        }
+        if result["status"] == "running" {
+            seen_running = true;
+            assert!(result["exitcode"].is_null());
+            assert!(result["finished_at"].is_null());
+        }
+        result["status"] != "running"
+    }));
+    assert!(seen_running);
+    let result = json(&mount, "cmd/job/result.json");
+    assert_eq!(result["name"], "job");
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["exitcode"], 0);
+    assert!(
+        result["max_rss_kib"].as_u64().unwrap() >= 60 * 1024,
+        "{result}"
+    );
+    assert!(result["user_ms"].is_u64() && result["sys_ms"].is_u64());
+    for key in ["started_at", "finished_at"] {
+        let stamp = result[key].as_str().unwrap();
+        assert!(
+            stamp.len() == 24 && stamp.ends_with('Z') && &stamp[10..11] == "T",
+            "{stamp}"
+        );
+    }
+    assert_eq!(result["stdout"]["bytes"], "62914560\ndone\n".len() as u64);
+}
+
+#[test]
+fn growing_files_advertise_a_large_block_size() {
+    let mount = Mount::start();
+    mount.run("blk", "echo x");
+    for file in ["stdout", "stderr", "output"] {
+        let meta = std::fs::metadata(mount.p(&format!("cmd/blk/{file}"))).unwrap();
+        assert_eq!(meta.blksize(), 1 << 20, "{file}");
+    }
+}
+
+#[test]
+fn carriage_returns_nul_and_invalid_utf8_are_served_byte_exact() {
+    let mount = Mount::start();
+    mount.run(
+        "bytes",
+        "printf 'progress 1\\rprogress 2\\rdone\\r'; printf '\\000\\377\\376x' >&2",
+    );
+    assert_eq!(
+        std::fs::read(mount.p("cmd/bytes/stdout")).unwrap(),
+        b"progress 1\rprogress 2\rdone\r"
+    );
+    assert_eq!(
+        std::fs::read(mount.p("cmd/bytes/stderr")).unwrap(),
+        b"\0\xff\xfex"
+    );
+    assert_eq!(
+        std::fs::read(mount.p("cmd/bytes/output")).unwrap(),
+        b"progress 1\rprogress 2\rdone\r\0\xff\xfex"
+    );
+    // Pages that mention the command keep their shape.
+    let index = mount.read("cmd/index.md");
+    let row = index.lines().find(|l| l.starts_with("| [bytes]")).unwrap();
+    assert_eq!(row.matches(" | ").count(), 4, "{row}");
+    let result = json(&mount, "cmd/bytes/result.json");
+    assert_eq!(result["stderr"]["bytes"], 4);
+}

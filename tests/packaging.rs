@@ -1,0 +1,435 @@
+//! What packages ship besides the binary: completions and the man page generated from the
+//! command-line definition, the systemd user unit, the asset script and the cargo-deb
+//! metadata. Nothing here mounts; the binary runs with an empty home so any attempt to
+//! read settings or create a mount point would show.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_terminalfs");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The long options SPEC section 8 names, each of which the man page must document.
+const SPEC_OPTIONS: &[&str] = &[
+    "--path",
+    "--settings",
+    "--shell",
+    "--cwd",
+    "--keep",
+    "--settle",
+    "--wait-timeout",
+    "--max-output",
+    "--timeout",
+    "--kill-grace",
+    "--allowlist",
+    "--daemon",
+    "--pid-file",
+    "--log-file",
+    "--init-settings",
+    "--unmount",
+];
+
+fn repo_file(relative: &str) -> PathBuf {
+    Path::new(ROOT).join(relative)
+}
+
+fn read_repo_file(relative: &str) -> String {
+    std::fs::read_to_string(repo_file(relative))
+        .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+}
+
+/// Runs the binary with `args` in an empty home (no settings file anywhere) and checks
+/// that it left that home empty: the packaging flags must not look for settings, write
+/// state or create a mount point.
+fn terminalfs(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().expect("temporary home");
+    let output = Command::new(BIN)
+        .args(args)
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env_remove("NOTIFY_SOCKET")
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("terminalfs runs");
+    let left: Vec<_> = std::fs::read_dir(home.path())
+        .expect("read the temporary home")
+        .map(|entry| entry.expect("directory entry").file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "terminalfs {args:?} wrote into the home directory: {left:?}"
+    );
+    output
+}
+
+/// Stdout of a run that must succeed.
+fn stdout_of(args: &[&str]) -> String {
+    let output = terminalfs(args);
+    assert!(
+        output.status.success(),
+        "terminalfs {args:?} failed: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8 output")
+}
+
+/// The man page with roff's `\-` escapes undone, so options read as typed.
+fn man_text() -> String {
+    stdout_of(&["--man"]).replace("\\-", "-")
+}
+
+#[test]
+fn bash_completion_offers_the_long_options() {
+    let script = stdout_of(&["--completions", "bash"]);
+    assert!(script.contains("--wait-timeout"), "{script}");
+    assert!(script.contains("--init-settings"), "{script}");
+    assert!(script.contains("terminalfs"), "{script}");
+}
+
+#[test]
+fn completions_for_every_supported_shell_are_generated() {
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let script = stdout_of(&["--completions", shell]);
+        assert!(
+            script.contains("wait-timeout"),
+            "{shell} completion misses --wait-timeout:\n{script}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_an_unknown_shell_are_a_usage_error() {
+    let output = terminalfs(&["--completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--completions"), "{stderr}");
+}
+
+#[test]
+fn man_page_is_roff_and_documents_every_option() {
+    let page = man_text();
+    assert!(page.starts_with('.'), "not roff: {page}");
+    let title = page
+        .lines()
+        .position(|line| line.starts_with(".TH "))
+        .expect("a .TH title line");
+    let first_section = page
+        .lines()
+        .position(|line| line.starts_with(".SH "))
+        .expect("a .SH section");
+    assert!(title < first_section, ".TH must come before any section");
+    assert!(
+        page.lines().nth(title).unwrap().contains("terminalfs 1"),
+        "{page}"
+    );
+    for option in SPEC_OPTIONS {
+        let documented = page
+            .lines()
+            .filter(|line| line.starts_with("\\fB"))
+            .any(|line| line.contains(&format!("\\fB{option}\\fR")));
+        assert!(
+            documented,
+            "the man page does not document {option}:\n{page}"
+        );
+    }
+    assert!(page.contains(env!("CARGO_PKG_VERSION")), "{page}");
+}
+
+#[test]
+fn packaging_flags_stay_out_of_help_and_man_page() {
+    let help = stdout_of(&["--help"]);
+    assert!(help.contains("--wait-timeout"), "{help}");
+    for hidden in ["--completions", "--man"] {
+        assert!(
+            !help.split_whitespace().any(|word| word.starts_with(hidden)),
+            "--help shows {hidden}:\n{help}"
+        );
+    }
+    let page = man_text();
+    assert!(!page.contains("--completions"), "{page}");
+    assert!(!page.contains("--man"), "{page}");
+}
+
+/// The unit as `section -> key -> values` (a key may repeat), failing on any line that
+/// is neither a comment, a section header nor `Key=Value`.
+fn parse_unit(text: &str) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut sections: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            sections.entry(name.to_string()).or_default();
+            current = Some(name.to_string());
+            continue;
+        }
+        let (key, value) = line
+            .split_once('=')
+            .unwrap_or_else(|| panic!("line {}: not Key=Value: {line}", number + 1));
+        let section = current
+            .as_ref()
+            .unwrap_or_else(|| panic!("line {}: a key outside any section", number + 1));
+        assert!(
+            !key.trim().is_empty() && !key.trim().contains(char::is_whitespace),
+            "line {}: bad key {key:?}",
+            number + 1
+        );
+        sections
+            .get_mut(section)
+            .expect("section exists")
+            .entry(key.trim().to_string())
+            .or_default()
+            .push(value.trim().to_string());
+    }
+    sections
+}
+
+#[test]
+fn systemd_unit_notifies_delegates_and_cleans_up_the_mount() {
+    let unit = parse_unit(&read_repo_file("systemd/terminalfs.service"));
+    let names: Vec<_> = unit.keys().map(String::as_str).collect();
+    assert_eq!(names, ["Install", "Service", "Unit"]);
+    let service = &unit["Service"];
+    let one = |key: &str| -> &str {
+        let values = service
+            .get(key)
+            .unwrap_or_else(|| panic!("[Service] has no {key}="));
+        assert_eq!(values.len(), 1, "{key}= is set more than once");
+        &values[0]
+    };
+
+    assert_eq!(one("Type"), "notify");
+    assert_eq!(one("Delegate"), "yes");
+    assert!(
+        ["mixed", "process"].contains(&one("KillMode")),
+        "KillMode must leave the commands to the driver"
+    );
+    assert_eq!(one("Restart"), "on-failure");
+    let stop_timeout: u64 = one("TimeoutStopSec")
+        .parse()
+        .expect("TimeoutStopSec in plain seconds");
+    assert!(
+        stop_timeout >= 15,
+        "TimeoutStopSec={stop_timeout} leaves too little room for the 5 s grace"
+    );
+
+    let start = one("ExecStart");
+    assert!(start.starts_with("/usr/bin/terminalfs "), "{start}");
+    assert!(start.contains("--path %h/mnt/terminalfs"), "{start}");
+    assert!(
+        !start.contains("--daemon"),
+        "Type=notify needs the foreground driver"
+    );
+    let stop_post = one("ExecStopPost");
+    let stop_post_command = stop_post.trim_start_matches(['-', '@', ':', '+', '!']);
+    assert!(
+        stop_post_command.starts_with("/usr/bin/terminalfs "),
+        "{stop_post}"
+    );
+    assert!(stop_post.contains("--unmount"), "{stop_post}");
+    assert!(
+        stop_post.contains("--path %h/mnt/terminalfs"),
+        "{stop_post}"
+    );
+
+    assert_eq!(unit["Install"]["WantedBy"], ["default.target"]);
+}
+
+#[test]
+fn systemd_unit_passes_systemd_analyze_verify() {
+    // .ci/run installs systemd when systemd-analyze is missing.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let runtime = dir.path().join("runtime");
+    std::fs::create_dir(&runtime).expect("runtime directory");
+    let unit = dir.path().join("terminalfs.service");
+    let text = read_repo_file("systemd/terminalfs.service").replace("/usr/bin/terminalfs", BIN);
+    std::fs::write(&unit, text).expect("write the unit copy");
+
+    let output = Command::new("systemd-analyze")
+        .args(["verify", "--user", "--man=no"])
+        .arg(&unit)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdin(Stdio::null())
+        .output()
+        .expect("systemd-analyze runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "verify failed:\n{stderr}");
+    // Unknown keys and unparsable values are only warnings; they count here.
+    let complaints: Vec<_> = stderr
+        .lines()
+        .filter(|line| line.contains("terminalfs.service"))
+        .collect();
+    assert!(complaints.is_empty(), "verify complained:\n{stderr}");
+}
+
+/// Runs packaging/generate-assets.sh with the test binary, writing into `out`.
+fn generate_assets(out: &Path) {
+    let output = Command::new("sh")
+        .arg(repo_file("packaging/generate-assets.sh"))
+        .env("TERMINALFS_BIN", BIN)
+        .env("TERMINALFS_ASSETS", out)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs");
+    assert!(
+        output.status.success(),
+        "generate-assets.sh failed: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn generate_assets_writes_man_page_and_completions() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("assets");
+    generate_assets(&out);
+
+    let gz = std::fs::read(out.join("terminalfs.1.gz")).expect("the man page");
+    assert_eq!(&gz[..2], [0x1f, 0x8b], "not gzip");
+    let unzipped = Command::new("gzip")
+        .arg("-dc")
+        .arg(out.join("terminalfs.1.gz"))
+        .output()
+        .expect("gzip runs");
+    assert!(unzipped.status.success());
+    assert_eq!(
+        String::from_utf8(unzipped.stdout).expect("utf-8 man page"),
+        stdout_of(&["--man"])
+    );
+
+    for (shell, file) in [
+        ("bash", "terminalfs.bash"),
+        ("zsh", "_terminalfs"),
+        ("fish", "terminalfs.fish"),
+    ] {
+        let written = std::fs::read_to_string(out.join("completions").join(file))
+            .unwrap_or_else(|e| panic!("completions/{file}: {e}"));
+        assert!(!written.is_empty(), "completions/{file} is empty");
+        assert_eq!(written, stdout_of(&["--completions", shell]), "{file}");
+    }
+    let leftovers: Vec<_> = walk(&out)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read directory") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The `[source, destination, mode]` rows of `assets` in `[package.metadata.deb]`,
+/// found by a plain text scan of Cargo.toml.
+fn deb_assets(cargo_toml: &str) -> Vec<(String, String)> {
+    let section: Vec<&str> = cargo_toml
+        .lines()
+        .skip_while(|line| line.trim() != "[package.metadata.deb]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .collect();
+    assert!(
+        !section.is_empty(),
+        "Cargo.toml has no [package.metadata.deb]"
+    );
+    let rows: Vec<&str> = section
+        .iter()
+        .skip_while(|line| !line.trim_start().starts_with("assets"))
+        .skip(1)
+        .take_while(|line| line.trim() != "]")
+        .copied()
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let quoted: Vec<&str> = row.split('"').skip(1).step_by(2).collect();
+            assert_eq!(quoted.len(), 3, "not [source, destination, mode]: {row}");
+            (quoted[0].to_string(), quoted[1].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn deb_assets_exist_once_generated() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let out = dir.path().join("assets");
+    generate_assets(&out);
+
+    let assets = deb_assets(&read_repo_file("Cargo.toml"));
+    assert!(!assets.is_empty(), "no deb assets");
+    for (source, _) in &assets {
+        // The release binary stands in for the one under test, and target/assets for
+        // the directory the script just wrote.
+        let path = if source == "target/release/terminalfs" {
+            PathBuf::from(BIN)
+        } else if let Some(rest) = source.strip_prefix("target/assets/") {
+            out.join(rest)
+        } else {
+            repo_file(source)
+        };
+        assert!(path.is_file(), "deb asset {source} does not exist");
+    }
+
+    let destination = |source: &str| -> &str {
+        &assets
+            .iter()
+            .find(|(s, _)| s == source)
+            .unwrap_or_else(|| panic!("the deb does not ship {source}"))
+            .1
+    };
+    assert_eq!(destination("target/release/terminalfs"), "usr/bin/");
+    assert_eq!(
+        destination("systemd/terminalfs.service"),
+        "usr/lib/systemd/user/"
+    );
+    assert!(destination("target/assets/terminalfs.1.gz").starts_with("usr/share/man/man1/"));
+    for file in ["terminalfs.bash", "_terminalfs", "terminalfs.fish"] {
+        destination(&format!("target/assets/completions/{file}"));
+    }
+}
+
+#[test]
+fn package_versions_and_license_match_cargo_toml() {
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(stdout_of(&["--version"]).contains(version));
+
+    let pkgbuild = read_repo_file("packaging/arch/PKGBUILD");
+    assert!(
+        pkgbuild.lines().any(|l| l == format!("pkgver={version}")),
+        "PKGBUILD"
+    );
+    let spec = read_repo_file("packaging/rpm/terminalfs.spec");
+    assert!(
+        spec.lines()
+            .any(|l| l.starts_with("Version:") && l.split_whitespace().nth(1) == Some(version)),
+        "terminalfs.spec"
+    );
+    let formula = read_repo_file("packaging/homebrew/terminalfs.rb");
+    assert!(
+        formula.contains(&format!("v{version}.tar.gz")),
+        "terminalfs.rb"
+    );
+
+    let license = read_repo_file("LICENSE");
+    assert!(license.starts_with("MIT License"));
+    assert!(license.contains("Copyright (c) 2026 The terminalfs authors"));
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "MIT");
+    assert!(pkgbuild.contains("license=('MIT')"));
+    assert!(spec.contains("License:        MIT"));
+    assert!(formula.contains("license \"MIT\""));
+}
