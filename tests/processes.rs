@@ -108,10 +108,14 @@ fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
     let mount = Mount::with_args(&["--kill-grace", "1s"]);
     std::fs::write(
         mount.p("ctl/stubborn"),
-        "trap 'echo got TERM' TERM; while :; do sleep 0.1; done",
+        "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.1; done",
     )
     .unwrap();
     let pid: i32 = mount.read("cmd/stubborn/pid").trim().parse().unwrap();
+    // A SIGTERM before the trap is set would end it at once.
+    assert!(wait_until(Duration::from_secs(10), || mount
+        .read("cmd/stubborn/stdout")
+        .starts_with("ready")));
     let started = Instant::now();
     mount.ok("echo x > \"$M/cmd/stubborn/kill\"");
     assert_eq!(mount.wait("stubborn"), "error    \n");

@@ -15,6 +15,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -105,7 +106,13 @@ fn cgroup_parent(driver: i32, mount_path: &Path) -> Option<PathBuf> {
     if base.file_name().is_some_and(|n| n == "terminalfs-driver") {
         base.pop();
     }
-    let probe = base.join(format!("tfs-test-probe-{}", std::process::id()));
+    // Tests run in parallel: each probe has a name of its own.
+    static PROBES: AtomicU32 = AtomicU32::new(0);
+    let probe = base.join(format!(
+        "tfs-test-probe-{}-{}",
+        std::process::id(),
+        PROBES.fetch_add(1, Ordering::Relaxed)
+    ));
     let usable = std::fs::create_dir(&probe).is_ok() && probe.join("cgroup.procs").exists();
     let _ = std::fs::remove_dir(&probe);
     let tag = terminalfs::supervisor::cgroup::tag_for(mount_path);
@@ -163,17 +170,19 @@ fn each_command_runs_in_a_cgroup_of_its_own() {
         "{}",
         mount.log()
     );
-    let dir = PathBuf::from(
-        containment
-            .strip_prefix("cgroup ")
-            .unwrap_or_else(|| panic!("containment is {containment:?}")),
-    );
+    // The cgroup directory of a process, from /proc/<pid>/cgroup.
+    let root = cgroup2_mount().unwrap();
+    let cgroup_of = |pid: i32| unified_cgroup(pid).map(|c| root.join(c.trim_start_matches('/')));
+    let cgroup_in = |json: serde_json::Value| {
+        let containment = json["containment"].as_str().unwrap_or_default().to_string();
+        let dir = containment.strip_prefix("cgroup ").map(PathBuf::from);
+        dir.unwrap_or_else(|| panic!("containment is {containment:?}"))
+    };
+    let dir = cgroup_in(result(&mount, "one"));
     assert_eq!(dir.parent(), Some(parent.as_path()), "{containment}");
-    let relative = dir.strip_prefix(cgroup2_mount().unwrap()).unwrap();
-    let expected = format!("/{}", relative.display());
     // The shell and the descendant that escaped its process group are both inside.
-    assert_eq!(unified_cgroup(shell), Some(expected.clone()));
-    assert_eq!(unified_cgroup(escaped), Some(expected.clone()));
+    assert_eq!(cgroup_of(shell).as_ref(), Some(&dir));
+    assert_eq!(cgroup_of(escaped).as_ref(), Some(&dir));
     let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
     let procs: Vec<i32> = procs.lines().map(|l| l.parse().unwrap()).collect();
     assert!(
@@ -181,22 +190,12 @@ fn each_command_runs_in_a_cgroup_of_its_own() {
         "{procs:?}"
     );
     // Another command has another cgroup, and the driver stays outside both.
-    let two = result(&mount, "two")["containment"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert!(two.starts_with("cgroup ") && two != containment, "{two}");
-    assert_eq!(
-        unified_cgroup(other).map(|c| format!(
-            "cgroup {}",
-            cgroup2_mount()
-                .unwrap()
-                .join(c.trim_start_matches('/'))
-                .display()
-        )),
-        Some(two.clone())
-    );
-    assert_ne!(unified_cgroup(driver), Some(expected.clone()));
+    let two = cgroup_in(result(&mount, "two"));
+    assert_ne!(two, dir);
+    assert_eq!(two.parent(), Some(parent.as_path()));
+    assert_eq!(cgroup_of(other).as_ref(), Some(&two));
+    let driver_cgroup = cgroup_of(driver).unwrap();
+    assert!(driver_cgroup != dir && driver_cgroup != two);
 
     // Removing the command stops everything in its cgroup, then the cgroup goes.
     mount.ok("rm -r \"$M/cmd/one\"");
@@ -213,11 +212,7 @@ fn each_command_runs_in_a_cgroup_of_its_own() {
     );
     // A command that finishes by itself has its cgroup removed too.
     assert_eq!(mount.run("three", "true"), "completed\n");
-    let three = result(&mount, "three")["containment"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let three = PathBuf::from(three.strip_prefix("cgroup ").unwrap());
+    let three = cgroup_in(result(&mount, "three"));
     assert!(wait_until(Duration::from_secs(10), || !three.exists()));
     // Shutdown stops the rest and removes the driver's cgroup directory.
     assert!(parent.is_dir());
@@ -278,10 +273,8 @@ fn kill_and_rm_r_reach_descendants_that_left_the_group() {
     }
     // None of them lingers as the driver's zombie.
     let driver = mount.pid() as i32;
-    assert!(wait_until(Duration::from_secs(5), || zombie_children(
-        driver
-    )
-    .is_empty()));
+    let no_zombies = || zombie_children(driver).is_empty();
+    assert!(wait_until(Duration::from_secs(5), no_zombies));
 }
 
 #[test]
@@ -297,7 +290,17 @@ fn sigterm_first_and_sigkill_after_the_grace() {
         "trap '' TERM; echo ready; while :; do sleep 0.1; done",
     )
     .unwrap();
-    for name in ["tidy", "deaf"] {
+    // Each counts the SIGTERMs it gets: a second one is not harmless, as many programs
+    // take it as "stop now, skip the cleanup".
+    let counters = ["count1", "count2", "count3"];
+    for name in counters {
+        std::fs::write(
+            mount.p(&format!("ctl/{name}")),
+            "trap 'echo TERM' TERM; echo ready; while :; do sleep 0.1; done",
+        )
+        .unwrap();
+    }
+    for name in ["tidy", "deaf"].iter().chain(&counters) {
         assert!(
             wait_until(Duration::from_secs(10), || mount
                 .read(&format!("cmd/{name}/stdout"))
@@ -307,7 +310,7 @@ fn sigterm_first_and_sigkill_after_the_grace() {
     }
     let deaf = shell_pid(&mount, "deaf");
     let started = Instant::now();
-    mount.ok("echo x > \"$M/cmd/tidy/kill\"; echo x > \"$M/cmd/deaf/kill\"");
+    mount.ok("for c in tidy deaf count1 count2 count3; do echo x > \"$M/cmd/$c/kill\"; done");
 
     // The trap ran on SIGTERM and chose its own exit code.
     assert_eq!(mount.wait("tidy"), "error    \n");
@@ -329,6 +332,17 @@ fn sigterm_first_and_sigkill_after_the_grace() {
     assert_eq!(deaf_result["signal"], 9);
     assert_eq!(deaf_result["killed"], true);
     assert!(wait_until(Duration::from_secs(5), || group_members(deaf).is_empty()));
+
+    // One SIGTERM, then SIGKILL after the grace.
+    for name in counters {
+        assert_eq!(mount.wait(name), "error    \n");
+        assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "137\n");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/stdout")),
+            "ready\nTERM\n",
+            "{name} got SIGTERM more than once"
+        );
+    }
 }
 
 // ----- 3. limits ---------------------------------------------------------------------
@@ -645,9 +659,9 @@ fn many_children_and_a_closed_stdout() {
     assert_eq!(mount.wait("forks"), "completed\n");
     assert_eq!(mount.read("cmd/forks/stdout"), "all done\n");
     assert_eq!(mount.read("cmd/forks/exitcode"), "0\n");
+    let no_zombies = || zombie_children(driver).is_empty();
     assert!(
-        wait_until(Duration::from_secs(5), || zombie_children(driver)
-            .is_empty()),
+        wait_until(Duration::from_secs(5), no_zombies),
         "{:?}",
         zombie_children(driver)
     );
@@ -790,7 +804,7 @@ fn a_missing_cwd_refuses_to_start() {
 }
 
 #[test]
-fn an_inherited_ignored_sigchld_does_not_stop_commands_from_stopping() {
+fn an_inherited_ignored_sigchld_does_not_lose_exit_statuses() {
     // A launcher may leave SIGCHLD ignored, which survives exec; then the kernel reaps
     // children by itself and the driver could never collect an exit status.
     let mount = Mount::with_launcher(
@@ -884,9 +898,9 @@ fn a_thousand_commands_leave_no_zombie_descriptor_or_thread() {
 
 // ----- 6. driver shutdown and crash -------------------------------------------------
 
-/// Reads `path` on a thread; returns the thread's id (once it is inside read(2) on the
-/// open file) and a receiver for everything it read until EOF.
-fn parked_read(path: PathBuf) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, i32) {
+/// Reads `path` to its end on a thread; returns, once that thread is inside read(2) on
+/// the open file, a receiver for what it read.
+fn parked_read(path: PathBuf) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
     let (sender, receiver) = mpsc::channel();
     let (tid_sender, tid_receiver) = mpsc::channel();
     std::thread::spawn(move || {
@@ -909,7 +923,7 @@ fn parked_read(path: PathBuf) -> (mpsc::Receiver<std::io::Result<Vec<u8>>>, i32)
             .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_read.to_string()))
     });
     assert!(in_read, "the reader never blocked in read(2)");
-    (receiver, tid)
+    receiver
 }
 
 #[test]
@@ -924,18 +938,28 @@ fn driver_sigterm_stops_everything_answers_reads_and_unmounts() {
         "trap '' TERM; echo ready; while :; do sleep 0.1; done",
     )
     .unwrap();
+    // Counts the SIGTERMs it gets in a file (its stdout goes with the mount).
+    std::fs::write(
+        mount.p("ctl/counter"),
+        "trap 'echo TERM >> terms' TERM; echo ready; while :; do sleep 0.1; done",
+    )
+    .unwrap();
+    let counter = shell_pid(&mount, "counter");
+    reaper.watch(counter);
     let escaper = shell_pid(&mount, "escaper");
     reaper.watch(escaper);
     let escaped = escaped_pid(&mount, "escaper", escaper);
     reaper.watch(escaped);
     let deaf = shell_pid(&mount, "deaf");
     reaper.watch(deaf);
-    assert!(wait_until(Duration::from_secs(10), || mount
-        .read("cmd/deaf/stdout")
-        .starts_with("ready")));
+    for name in ["deaf", "counter"] {
+        assert!(wait_until(Duration::from_secs(10), || mount
+            .read(&format!("cmd/{name}/stdout"))
+            .starts_with("ready")));
+    }
 
-    let (waiting, _) = parked_read(mount.p("cmd/escaper/wait"));
-    let (following, _) = parked_read(mount.p("cmd/deaf/follow"));
+    let waiting = parked_read(mount.p("cmd/escaper/wait"));
+    let following = parked_read(mount.p("cmd/deaf/follow"));
     let stopped = Instant::now();
     mount.signal(libc::SIGTERM);
     let status = mount
@@ -969,7 +993,14 @@ fn driver_sigterm_stops_everything_answers_reads_and_unmounts() {
         "{}",
         mount.log()
     );
-    for pid in [escaper, deaf] {
+    // SIGTERM once, then SIGKILL after the grace.
+    assert_eq!(
+        std::fs::read_to_string(mount.dir.path().join("terms"))
+            .ok()
+            .as_deref(),
+        Some("TERM\n")
+    );
+    for pid in [escaper, deaf, counter] {
         assert!(
             gone_within(pid, Duration::from_secs(5)),
             "{pid}: {:?}",
@@ -1036,6 +1067,16 @@ fn after_a_driver_sigkill_nothing_runs_unowned() {
     reaper.watch(shell);
     let escaped = escaped_pid(&mount, "orphan", shell);
     reaper.watch(escaped);
+    // The shell's own `sleep 300` too, which outlives a shell killed on its own.
+    let mut group = Vec::new();
+    let forked = wait_until(Duration::from_secs(10), || {
+        group = group_members(shell);
+        group.len() >= 2
+    });
+    for &pid in &group {
+        reaper.watch(pid);
+    }
+    assert!(forked, "{group:?}");
 
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();
@@ -1064,7 +1105,7 @@ fn after_a_driver_sigkill_nothing_runs_unowned() {
         proc_stat(escaped)
     );
     assert!(
-        group_members(shell).is_empty(),
+        wait_until(Duration::from_secs(5), || group_members(shell).is_empty()),
         "{:?}",
         group_members(shell)
     );

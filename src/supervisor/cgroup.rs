@@ -186,14 +186,16 @@ impl Cgroups {
         Ok(CommandCgroup { dir, procs })
     }
 
-    /// Sends `signal` to every process in every command cgroup, including what a
-    /// command that has stopped left running (shutdown). Returns how many it saw.
-    pub fn signal_all(&self, signal: i32) -> usize {
+    /// Sends `signal` to every process in every command cgroup but those in `skip`
+    /// (signalled already), including what a command that has stopped left running
+    /// (shutdown). Returns how many processes it signalled.
+    pub fn signal_all(&self, signal: i32, skip: &[&Path]) -> usize {
         let mut seen = 0;
         if let Ok(entries) = std::fs::read_dir(&self.parent) {
             for entry in entries.flatten() {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    for pid in pids_in(&entry.path()) {
+                let dir = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) && !skip.contains(&dir.as_path()) {
+                    for pid in pids_in(&dir) {
                         seen += 1;
                         // SAFETY: sending a signal; a vanished pid gives ESRCH.
                         unsafe {
@@ -242,15 +244,22 @@ impl CommandCgroup {
         &self.procs
     }
 
-    /// Sends a signal to every process in the cgroup. Returns whether any was there.
-    pub fn signal(&self, signal: i32) -> bool {
+    /// Sends a signal to every process in the cgroup, except the members of process
+    /// group `skip`, which the caller has just signalled with killpg: a process must
+    /// get one SIGTERM, not two, since many programs take a second one as "stop now,
+    /// skip the cleanup". Returns whether any process was there.
+    pub fn signal(&self, signal: i32, skip: Option<i32>) -> bool {
         if signal == libc::SIGKILL && write(&self.dir.join("cgroup.kill"), "1").is_ok() {
             return true;
         }
         let pids = pids_in(&self.dir);
         for pid in &pids {
-            // SAFETY: sending a signal; a vanished pid gives ESRCH.
+            // SAFETY: getpgid and kill only look up and signal a process; a vanished
+            // pid gives ESRCH.
             unsafe {
+                if skip.is_some_and(|group| libc::getpgid(*pid) == group) {
+                    continue;
+                }
                 libc::kill(*pid, signal);
             }
         }

@@ -201,6 +201,11 @@ impl Job {
         })
     }
 
+    /// The command's cgroup directory, if it has one.
+    pub(crate) fn cgroup_dir(&self) -> Option<&std::path::Path> {
+        self.cgroup.as_ref().map(CommandCgroup::path)
+    }
+
     /// Whether any process is left in the command's cgroup.
     pub fn cgroup_populated(&self) -> bool {
         self.cgroup.as_ref().is_some_and(CommandCgroup::populated)
@@ -259,7 +264,9 @@ impl Job {
             }
         }
         if let Some(cgroup) = &self.cgroup {
-            cgroup.signal(signal);
+            // Whatever left the process group (setsid) is reached through the cgroup;
+            // the group's members already have their signal.
+            cgroup.signal(signal, group_alive.then_some(pgid));
         }
         true
     }

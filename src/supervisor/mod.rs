@@ -327,9 +327,12 @@ impl Supervisor {
             self.kill(job, "stopped because terminalfs shut down");
         }
         // A stopped job is no longer live, but a daemon it started may still be in its
-        // cgroup; it gets its SIGTERM and grace too, not just the final SIGKILL.
+        // cgroup; it gets its SIGTERM and grace too, not just the final SIGKILL. (The
+        // live jobs' cgroups have had theirs: one SIGTERM each, not two.)
+        let signalled: Vec<&std::path::Path> =
+            jobs.iter().filter_map(|job| job.cgroup_dir()).collect();
         if let Some(cgroups) = &self.cgroups {
-            cgroups.signal_all(libc::SIGTERM);
+            cgroups.signal_all(libc::SIGTERM, &signalled);
         }
         let grace_over = Instant::now() + self.config.kill_grace;
         let deadline = grace_over + Duration::from_secs(2);
@@ -342,7 +345,7 @@ impl Supervisor {
         {
             if !grace_kill_sent && Instant::now() >= grace_over {
                 if let Some(cgroups) = &self.cgroups {
-                    cgroups.signal_all(libc::SIGKILL);
+                    cgroups.signal_all(libc::SIGKILL, &[]);
                 }
                 grace_kill_sent = true;
             }
@@ -366,5 +369,9 @@ impl Drop for Supervisor {
     fn drop(&mut self) {
         self.timer.stop();
         self.pump.stop();
+        // Whatever path the driver leaves by, nothing it started stays behind.
+        if let Some(cgroups) = &self.cgroups {
+            cgroups.tear_down();
+        }
     }
 }

@@ -55,12 +55,14 @@ pub fn make_pipes() -> std::io::Result<Pipes> {
     })
 }
 
+#[cfg(target_os = "linux")]
 fn packet_flag() -> i32 {
-    if cfg!(target_os = "linux") {
-        libc::O_DIRECT
-    } else {
-        0
-    }
+    libc::O_DIRECT
+}
+
+#[cfg(not(target_os = "linux"))]
+fn packet_flag() -> i32 {
+    0
 }
 
 struct Pipe {
