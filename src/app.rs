@@ -44,6 +44,29 @@ fn mount_state(path: &Path) -> MountState {
     }
 }
 
+/// `terminalfs --unmount`: unmounts whatever is at `path` (a live driver then stops
+/// its commands itself; a crashed one's leftovers are reaped here). Returns a sentence
+/// for the user. Safe to call when nothing is mounted.
+pub fn clean_up(path: &Path) -> Result<String, String> {
+    let state = mount_state(path);
+    let unmounted = unmount(path)?;
+    let mut message = if unmounted {
+        format!("unmounted {}", path.display())
+    } else {
+        format!("nothing was mounted at {}", path.display())
+    };
+    if state != MountState::Live {
+        let reaped =
+            crate::supervisor::cgroup::reap_leftovers(&crate::supervisor::cgroup::tag_for(path));
+        if reaped > 0 {
+            message.push_str(&format!(
+                "; stopped {reaped} process(es) a crashed driver left running"
+            ));
+        }
+    }
+    Ok(message)
+}
+
 /// Unmounts whatever is at `path` (live or stale). Returns whether anything was there.
 /// Safe to call when nothing is mounted.
 pub fn unmount(path: &Path) -> Result<bool, String> {

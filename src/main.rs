@@ -43,16 +43,8 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
     if cli.unmount {
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
-        return match app::unmount(&path)? {
-            true => {
-                println!("terminalfs: unmounted {}", path.display());
-                Ok(())
-            }
-            false => {
-                println!("terminalfs: nothing was mounted at {}", path.display());
-                Ok(())
-            }
-        };
+        println!("terminalfs: {}", app::clean_up(&path)?);
+        return Ok(());
     }
     let config = Config::from_cli(cli)?;
     app::run(config)

@@ -1,6 +1,6 @@
 //! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
 
-use crate::common::{is_mounted, wait_until, Mount, BIN};
+use crate::common::{is_mounted, process_alive, wait_until, Mount, BIN};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -105,7 +105,17 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
     );
     assert!(mount.read("index.md").contains("terminalfs"));
 
-    // Now crash again and clean up with --unmount.
+    // Now crash again, with a command whose descendant left its session, and clean up
+    // with --unmount: the mount goes and so does what the crashed driver left.
+    std::fs::write(
+        mount.p("ctl/orphan"),
+        "setsid sleep 300 & echo $!; sleep 300",
+    )
+    .unwrap();
+    assert!(wait_until(Duration::from_secs(5), || !mount
+        .read("cmd/orphan/stdout")
+        .is_empty()));
+    let orphan: i32 = mount.read("cmd/orphan/stdout").trim().parse().unwrap();
     let mut child = mount.take_child().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
@@ -121,6 +131,12 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!is_mounted(&mount.path));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("a crashed driver left running"), "{said}");
+    assert!(
+        wait_until(Duration::from_secs(5), || !process_alive(orphan)),
+        "{orphan} survived"
+    );
     // And once more when nothing is mounted: still fine.
     let out = Command::new(BIN)
         .arg("--unmount")

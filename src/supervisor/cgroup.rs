@@ -105,24 +105,44 @@ fn kill_all(dir: &Path, patience: Duration) -> usize {
     seen
 }
 
+/// The driver's own cgroup path, its directory, and where commands of `tag` go.
+fn locate(tag: &str) -> Result<(String, PathBuf, PathBuf), String> {
+    if !cfg!(target_os = "linux") {
+        return Err("cgroups exist only on Linux".into());
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mount = cgroup2_mount(&mountinfo).ok_or("no cgroup2 filesystem is mounted")?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .as_deref()
+        .and_then(own_cgroup)
+        .ok_or("this process has no cgroup v2 path")?;
+    let base = mount.join(own.trim_start_matches('/'));
+    let parent = base.join(format!("terminalfs-{tag}"));
+    Ok((own, base, parent))
+}
+
+/// Kills and removes what a driver for `tag` that is gone left in its cgroups (for
+/// `--unmount` after a crash). Returns the processes killed.
+pub fn reap_leftovers(tag: &str) -> usize {
+    let Ok((_, _, parent)) = locate(tag) else {
+        return 0;
+    };
+    if !parent.is_dir() {
+        return 0;
+    }
+    let killed = reap_tree(&parent);
+    let _ = std::fs::remove_dir(&parent);
+    killed
+}
+
 impl Cgroups {
     /// Sets up `terminalfs-<tag>` below the driver's cgroup. Returns None (and a
     /// reason) where cgroups cannot be used; otherwise also the number of processes
     /// reaped from cgroups an earlier driver on the same path left behind.
     pub fn setup(tag: &str) -> Result<(Cgroups, usize), String> {
-        if !cfg!(target_os = "linux") {
-            return Err("cgroups exist only on Linux".into());
-        }
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-        let mount = cgroup2_mount(&mountinfo).ok_or("no cgroup2 filesystem is mounted")?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .ok()
-            .as_deref()
-            .and_then(own_cgroup)
-            .ok_or("this process has no cgroup v2 path")?;
-        let base = mount.join(own.trim_start_matches('/'));
-        let parent = base.join(format!("terminalfs-{tag}"));
+        let (own, base, parent) = locate(tag)?;
         let mut reaped = 0;
         if parent.is_dir() {
             reaped = reap_tree(&parent);
