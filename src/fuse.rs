@@ -10,7 +10,7 @@
 //! parked reply is owned by exactly one place at a time (the lot, or the thread that
 //! took it out), so it is answered exactly once.
 
-use crate::fs::{Attr, Errno as TreeErrno, Kind, Lookup, Read, Tree};
+use crate::fs::{Attr, Errno as TreeErrno, Kind, Lookup, OpenMode, Read, Tree};
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
@@ -73,36 +73,32 @@ pub struct Lot {
 }
 
 impl Lot {
-    fn park(&self, parked: Parked) {
+    fn park(&self, tree: &Tree, parked: Parked) {
         let job = parked.job;
-        if self.closed.load(Ordering::SeqCst) {
-            // Shutting down: nothing will come; answer now.
-            finish_timed_out(None, parked);
-            return;
+        {
+            // `closed` is set under the same lock, so a reply is either in the lot
+            // before the waker empties it for the last time, or answered here.
+            let mut lot = self.parked.lock();
+            if !self.closed.load(Ordering::SeqCst) {
+                lot.push(parked);
+                drop(lot);
+                // The news may have come between the tree's answer and the push
+                // above; a fresh wake-up makes the waker look again.
+                let _ = self.wake.send(match job {
+                    Some(id) => Wake::Job(id),
+                    None => Wake::Released,
+                });
+                return;
+            }
         }
-        self.parked.lock().push(parked);
-        // The news may have come between the tree's answer and the push above; a
-        // fresh wake-up makes the waker look again.
-        let _ = self.wake.send(match job {
-            Some(id) => Wake::Job(id),
-            None => Wake::Released,
-        });
-    }
-
-    pub fn len(&self) -> usize {
-        self.parked.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        // Shutting down: nothing more will come; answer now.
+        finish_timed_out(tree, parked);
     }
 }
 
 pub struct Driver {
     tree: Arc<Tree>,
     lot: Arc<Lot>,
-    uid: u32,
-    gid: u32,
 }
 
 /// The adapter plus the thread that answers its parked replies.
@@ -148,13 +144,10 @@ pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) ->
         .name("tfs-waker".into())
         .spawn(move || run_waker(thread_tree, thread_lot, receiver))
         .expect("the waker thread can be spawned at start-up");
-    let (uid, gid) = (tree.config().uid, tree.config().gid);
     Parts {
         driver: Driver {
             tree,
             lot: lot.clone(),
-            uid,
-            gid,
         },
         lot,
         waker: Waker {
@@ -182,10 +175,13 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
             }
         }
         if shutdown {
-            lot.closed.store(true, Ordering::SeqCst);
-            let all: Vec<Parked> = std::mem::take(&mut *lot.parked.lock());
+            let all: Vec<Parked> = {
+                let mut parked = lot.parked.lock();
+                lot.closed.store(true, Ordering::SeqCst);
+                std::mem::take(&mut *parked)
+            };
             for parked in all {
-                finish_timed_out(Some(&tree), parked);
+                finish_timed_out(&tree, parked);
             }
             return;
         }
@@ -212,7 +208,7 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
         let mut back = Vec::new();
         for parked in taken {
             if parked.deadline <= now {
-                finish_timed_out(Some(&tree), parked);
+                finish_timed_out(&tree, parked);
             } else if check_signals && caller_interrupted(parked.pid) {
                 finish_interrupted(parked);
             } else if let Some(parked) = retry(&tree, parked) {
@@ -262,7 +258,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
             reply,
         } => match tree.lookup(parent, name.as_bytes()) {
             Ok(Lookup::Found(attr)) => {
-                reply_entry(reply, &attr, parked_owner(tree));
+                reply_entry(reply, &attr, owner(tree));
                 None
             }
             Ok(Lookup::Later) => Some(Parked {
@@ -281,23 +277,19 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
     }
 }
 
-fn parked_owner(tree: &Tree) -> (u32, u32) {
+/// The uid and gid every file shows: the user who mounted the tree.
+fn owner(tree: &Tree) -> (u32, u32) {
     (tree.config().uid, tree.config().gid)
 }
 
-fn finish_timed_out(tree: Option<&Tree>, parked: Parked) {
+fn finish_timed_out(tree: &Tree, parked: Parked) {
     match parked.op {
         Op::Read {
             fh,
             offset,
             size,
             reply,
-        } => {
-            let bytes = tree
-                .map(|t| t.read_timed_out(fh, offset, size))
-                .unwrap_or_default();
-            reply.data(&bytes);
-        }
+        } => reply.data(&tree.read_timed_out(fh, offset, size)),
         Op::Lookup { reply, .. } => reply.error(Errno::ENOENT),
     }
 }
@@ -313,6 +305,10 @@ fn finish_interrupted(parked: Parked) {
 /// gone): the kernel would have sent FUSE_INTERRUPT, which fuser does not pass on.
 #[cfg(target_os = "linux")]
 fn caller_interrupted(pid: u32) -> bool {
+    if pid == 0 {
+        // A reader in a pid namespace the driver cannot see: nothing to look at.
+        return false;
+    }
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return true;
     };
@@ -370,13 +366,16 @@ fn open_flags(direct_io: bool) -> FopenFlags {
     }
 }
 
-fn wants_write(flags: i32) -> bool {
-    flags & libc::O_ACCMODE != libc::O_RDONLY
+fn open_mode(flags: i32) -> OpenMode {
+    OpenMode {
+        write: flags & libc::O_ACCMODE != libc::O_RDONLY,
+        append: flags & libc::O_APPEND != 0,
+    }
 }
 
 impl Driver {
     fn owner(&self) -> (u32, u32) {
-        (self.uid, self.gid)
+        owner(&self.tree)
     }
 }
 
@@ -384,16 +383,19 @@ impl Filesystem for Driver {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.tree.lookup(parent.0, name.as_bytes()) {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
-            Ok(Lookup::Later) => self.lot.park(Parked {
-                job: None,
-                pid: req.pid(),
-                deadline: Instant::now() + LOOKUP_PATIENCE,
-                op: Op::Lookup {
-                    parent: parent.0,
-                    name: name.to_os_string(),
-                    reply,
+            Ok(Lookup::Later) => self.lot.park(
+                &self.tree,
+                Parked {
+                    job: None,
+                    pid: req.pid(),
+                    deadline: Instant::now() + LOOKUP_PATIENCE,
+                    op: Op::Lookup {
+                        parent: parent.0,
+                        name: name.to_os_string(),
+                        reply,
+                    },
                 },
-            }),
+            ),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -402,8 +404,8 @@ impl Filesystem for Driver {
         self.tree.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match self.tree.getattr(ino.0) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.tree.getattr(ino.0, fh.map(|fh| fh.0)) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
             Err(e) => reply.error(errno(e)),
         }
@@ -452,7 +454,10 @@ impl Filesystem for Driver {
         if mode & format != regular {
             return reply.error(Errno::EPERM);
         }
-        match self.tree.create(parent.0, name.as_bytes(), false) {
+        match self
+            .tree
+            .create(parent.0, name.as_bytes(), OpenMode::default())
+        {
             Ok((attr, opened)) => {
                 self.tree.release(opened.fh);
                 reply_entry(reply, &attr, self.owner());
@@ -512,7 +517,7 @@ impl Filesystem for Driver {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.tree.open(ino.0, wants_write(flags.0)) {
+        match self.tree.open(ino.0, open_mode(flags.0)) {
             Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(opened.direct_io)),
             Err(e) => reply.error(errno(e)),
         }
@@ -531,17 +536,20 @@ impl Filesystem for Driver {
     ) {
         match self.tree.read(fh.0, offset, size) {
             Ok(Read::Data(bytes)) => reply.data(&bytes),
-            Ok(Read::Pending { job }) => self.lot.park(Parked {
-                job: Some(job),
-                pid: req.pid(),
-                deadline: Instant::now() + self.tree.config().wait_timeout,
-                op: Op::Read {
-                    fh: fh.0,
-                    offset,
-                    size,
-                    reply,
+            Ok(Read::Pending { job }) => self.lot.park(
+                &self.tree,
+                Parked {
+                    job: Some(job),
+                    pid: req.pid(),
+                    deadline: Instant::now() + self.tree.config().wait_timeout,
+                    op: Op::Read {
+                        fh: fh.0,
+                        offset,
+                        size,
+                        reply,
+                    },
                 },
-            }),
+            ),
             Err(e) => reply.error(errno(e)),
         }
     }
@@ -649,7 +657,7 @@ impl Filesystem for Driver {
     ) {
         match self
             .tree
-            .create(parent.0, name.as_bytes(), wants_write(flags))
+            .create(parent.0, name.as_bytes(), open_mode(flags))
         {
             Ok((attr, opened)) => reply.created(
                 &TTL,

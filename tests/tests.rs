@@ -5,6 +5,7 @@ mod common;
 
 mod deny;
 mod drafts;
+mod edges;
 mod lifetime;
 mod mount;
 mod output;

@@ -13,14 +13,14 @@ pub mod names;
 pub mod pages;
 
 use crate::policy::audit::Audit;
-use crate::policy::{parse_directives, Policy, Verdict};
+use crate::policy::{parse_directives, Directives, Policy, Verdict, NO_COMMAND_REASON};
 use crate::supervisor::ring::View;
 use crate::supervisor::{Job, Phase, SpawnRequest, Stream, Supervisor};
 use names::{BadName, Dynamic, Slot};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 /// An errno for the caller.
@@ -50,6 +50,14 @@ pub struct Attr {
     pub mtime: SystemTime,
     pub ctime: SystemTime,
     pub blksize: u32,
+}
+
+/// What an open asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenMode {
+    pub write: bool,
+    /// O_APPEND: every write goes to the end.
+    pub append: bool,
 }
 
 /// How the adapter should open a file.
@@ -97,6 +105,10 @@ struct Draft {
     start_at: Option<Instant>,
     /// Set when a write was refused; the last close turns it into a denied command.
     refusal: Option<Refusal>,
+    /// Length of the text at the last check on a write.
+    checked_len: usize,
+    /// The `#terminalfs` lines, read when the command was decided.
+    directives: Directives,
     modified: SystemTime,
     touched: Instant,
 }
@@ -106,6 +118,19 @@ struct Draft {
 struct Refusal {
     rule: Option<String>,
     reason: String,
+}
+
+impl Refusal {
+    fn plain(reason: String) -> Refusal {
+        Refusal { rule: None, reason }
+    }
+}
+
+/// How much of a draft a check looks at.
+#[derive(Clone, Copy)]
+enum Check {
+    Write,
+    Close,
 }
 
 enum Run {
@@ -138,7 +163,9 @@ struct Command {
 /// following while a fresh lookup gets a fresh view (and notice).
 struct ViewEntry {
     command: u64,
-    job: Arc<Job>,
+    /// Weak: a view the kernel has not forgotten yet must not keep an expired
+    /// command's output in memory; open handles hold their own reference.
+    job: Weak<Job>,
     stream: Stream,
     view: View,
     /// Lookups the kernel has not forgotten yet.
@@ -155,9 +182,10 @@ enum Entry {
 enum Body {
     /// Bytes rendered at open.
     Fixed(Vec<u8>),
-    /// A writer (or reader) of a draft.
+    /// A writer (or reader) of a draft; `append` for O_APPEND.
     Draft {
         write: bool,
+        append: bool,
     },
     /// `stdout`, `stderr` or `output`.
     Growing {
@@ -239,10 +267,6 @@ impl Tree {
 
     pub fn config(&self) -> &TreeConfig {
         &self.config
-    }
-
-    pub fn supervisor(&self) -> &Arc<Supervisor> {
-        &self.supervisor
     }
 
     // ----- attributes ---------------------------------------------------------------
@@ -411,15 +435,17 @@ impl Tree {
         self.attr(ino, Kind::File, size, perm, mtime)
     }
 
-    fn view_attr(&self, id: u64, view: &ViewEntry) -> Attr {
+    /// A view's attributes; ENOENT once its command (and every handle on it) is gone.
+    fn view_attr(&self, id: u64, view: &ViewEntry) -> FsResult<Attr> {
+        let job = view.job.upgrade().ok_or(Errno(libc::ENOENT))?;
         let slot = match view.stream {
             Stream::Stdout => Slot::Stdout,
             Stream::Stderr => Slot::Stderr,
             Stream::Output => Slot::Output,
         };
-        let size = view.job.view_size(view.stream, &view.view);
-        let mtime = view.job.snapshot().finished_at.unwrap_or(view.created);
-        self.attr(names::file_ino(id, slot), Kind::File, size, 0o400, mtime)
+        let size = job.view_size(view.stream, &view.view);
+        let mtime = job.snapshot().finished_at.unwrap_or(view.created);
+        Ok(self.attr(names::file_ino(id, slot), Kind::File, size, 0o400, mtime))
     }
 
     /// The inode a lookup of a stream file gets: the command's own while nothing was
@@ -449,7 +475,7 @@ impl Tree {
                     view_id,
                     Entry::View(ViewEntry {
                         command: id,
-                        job,
+                        job: Arc::downgrade(&job),
                         stream,
                         view: fresh,
                         lookups: 0,
@@ -465,7 +491,7 @@ impl Tree {
         match state.entries.get_mut(&view_id) {
             Some(Entry::View(view)) => {
                 view.lookups += 1;
-                Some(self.view_attr(view_id, view))
+                self.view_attr(view_id, view).ok()
             }
             _ => None,
         }
@@ -485,7 +511,7 @@ impl Tree {
         }
     }
 
-    fn entry_attr(&self, id: u64, entry: &Entry) -> Attr {
+    fn entry_attr(&self, id: u64, entry: &Entry) -> FsResult<Attr> {
         match entry {
             Entry::Draft(draft) => {
                 let (size, perm) = if draft.start_at.is_none() && draft.refusal.is_none() {
@@ -493,18 +519,17 @@ impl Tree {
                 } else {
                     (draft.text.len() as u64, 0o400)
                 };
-                self.attr(names::entry_ino(id), Kind::File, size, perm, draft.modified)
+                Ok(self.attr(names::entry_ino(id), Kind::File, size, perm, draft.modified))
             }
             Entry::Command(command) => {
-                self.attr(names::entry_ino(id), Kind::Dir, 0, 0o700, command.created)
+                Ok(self.attr(names::entry_ino(id), Kind::Dir, 0, 0o700, command.created))
             }
             Entry::View(view) => self.view_attr(id, view),
         }
     }
 
     fn attr_locked(&self, state: &State, ino: u64) -> FsResult<Attr> {
-        if let Some(dir) = Self::static_dir(ino) {
-            let _ = dir;
+        if Self::static_dir(ino).is_some() {
             let perm = if ino == names::CTL || ino == names::CMD || ino == names::ROOT {
                 0o700
             } else {
@@ -522,21 +547,30 @@ impl Tree {
         }
         match names::decode(ino) {
             Some(Dynamic::Entry(id)) => match state.entries.get(&id) {
-                Some(entry) => Ok(self.entry_attr(id, entry)),
+                Some(entry) => self.entry_attr(id, entry),
                 None => Err(Errno(libc::ENOENT)),
             },
             Some(Dynamic::File(id, slot)) => match state.entries.get(&id) {
                 Some(Entry::Command(command)) => Ok(self.file_attr(id, command, slot)),
-                Some(Entry::View(view)) => Ok(self.view_attr(id, view)),
+                Some(Entry::View(view)) => self.view_attr(id, view),
                 _ => Err(Errno(libc::ENOENT)),
             },
             None => Err(Errno(libc::ENOENT)),
         }
     }
 
-    pub fn getattr(&self, ino: u64) -> FsResult<Attr> {
+    /// Attributes of an inode; with the handle of an open file, its size is the size
+    /// of what that handle reads (a page rendered at open, or the handle's view), so a
+    /// reader going by the size gets every byte.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
         let state = self.state.lock();
-        self.attr_locked(&state, ino)
+        let mut attr = self.attr_locked(&state, ino)?;
+        match fh.and_then(|fh| state.handles.get(&fh)).map(|h| &h.body) {
+            Some(Body::Fixed(bytes)) => attr.size = bytes.len() as u64,
+            Some(Body::Growing { job, stream, view }) => attr.size = job.view_size(*stream, view),
+            _ => {}
+        }
+        Ok(attr)
     }
 
     // ----- lookup and listing ---------------------------------------------------------
@@ -553,7 +587,7 @@ impl Tree {
         };
         match parent {
             names::CTL => match state.ctl.get(text_name) {
-                Some(id) => Ok(Lookup::Found(self.entry_attr(*id, &state.entries[id]))),
+                Some(id) => self.entry_attr(*id, &state.entries[id]).map(Lookup::Found),
                 None => Err(Errno(libc::ENOENT)),
             },
             names::CMD => {
@@ -567,7 +601,7 @@ impl Tree {
                     }
                 }
                 match state.cmd.get(text_name) {
-                    Some(id) => Ok(Lookup::Found(self.entry_attr(*id, &state.entries[id]))),
+                    Some(id) => self.entry_attr(*id, &state.entries[id]).map(Lookup::Found),
                     None => Err(Errno(libc::ENOENT)),
                 }
             }
@@ -577,13 +611,17 @@ impl Tree {
                         let slot = Slot::from_name(text_name)
                             .filter(|slot| Self::visible_slots(command).contains(slot))
                             .ok_or(Errno(libc::ENOENT))?;
-                        let attr = self.file_attr(id, command, slot);
                         if matches!(slot, Slot::Stdout | Slot::Stderr | Slot::Output) {
                             if let Some(view) = self.stream_lookup(&mut state, id, slot) {
                                 return Ok(Lookup::Found(view));
                             }
                         }
-                        Ok(Lookup::Found(attr))
+                        match state.entries.get(&id) {
+                            Some(Entry::Command(command)) => {
+                                Ok(Lookup::Found(self.file_attr(id, command, slot)))
+                            }
+                            _ => Err(Errno(libc::ENOENT)),
+                        }
                     }
                     Some(Entry::Draft(_) | Entry::View(_)) => Err(Errno(libc::ENOTDIR)),
                     None => Err(Errno(libc::ENOENT)),
@@ -660,7 +698,8 @@ impl Tree {
         fh
     }
 
-    pub fn open(&self, ino: u64, write: bool) -> FsResult<Opened> {
+    pub fn open(&self, ino: u64, mode: OpenMode) -> FsResult<Opened> {
+        let OpenMode { write, append } = mode;
         let mut state = self.state.lock();
         if ino == names::CMD_INDEX {
             self.start_all_decided(&mut state);
@@ -689,7 +728,8 @@ impl Tree {
                         draft.writers += 1;
                         draft.touched = Instant::now();
                     }
-                    let fh = self.add_handle(&mut state, Some(id), Body::Draft { write });
+                    let body = Body::Draft { write, append };
+                    let fh = self.add_handle(&mut state, Some(id), body);
                     Ok(Opened {
                         fh,
                         direct_io: true,
@@ -708,7 +748,7 @@ impl Tree {
                     unreachable!("matched just above");
                 };
                 let body = Body::Growing {
-                    job: view.job.clone(),
+                    job: view.job.upgrade().ok_or(Errno(libc::ENOENT))?,
                     stream: view.stream,
                     view: view.view.clone(),
                 };
@@ -830,7 +870,11 @@ impl Tree {
                     .kill(&job, "killed: a write to its kill file stopped it");
                 Ok(data.len() as u32)
             }
-            Body::Draft { write: true } => {
+            Body::Draft {
+                write: true,
+                append,
+            } => {
+                let append = *append;
                 let Some(owner) = handle.owner else {
                     return Err(Errno(libc::EBADF));
                 };
@@ -838,26 +882,36 @@ impl Tree {
                     // The draft was removed while open: the bytes go nowhere.
                     return Ok(data.len() as u32);
                 };
+                // An appending writer's offset comes from a size that is 0 while the
+                // draft can be written: appends go to the end of what is there.
+                let start = if append {
+                    draft.text.len()
+                } else {
+                    usize::try_from(offset).unwrap_or(usize::MAX)
+                };
+                let Some(end) = start
+                    .checked_add(data.len())
+                    .filter(|end| *end <= MAX_COMMAND)
+                else {
+                    // The rest of the command is lost: never run the part that came.
+                    draft.refusal = Some(Refusal::plain(format!(
+                        "refused: the command is longer than {MAX_COMMAND} bytes"
+                    )));
+                    return Err(Errno(libc::EFBIG));
+                };
                 if draft.refusal.is_some() {
                     return Err(Errno(libc::EPERM));
-                }
-                let end = offset as usize + data.len();
-                if offset as usize > MAX_COMMAND || end > MAX_COMMAND {
-                    return Err(Errno(libc::EFBIG));
                 }
                 if draft.text.len() < end {
                     draft.text.resize(end, 0);
                 }
-                draft.text[offset as usize..end].copy_from_slice(data);
+                draft.text[start..end].copy_from_slice(data);
                 draft.modified = SystemTime::now();
                 draft.touched = Instant::now();
                 draft.flushed_after_write = false;
-                // A write may end inside a word (`su` of `sum`): check up to the last blank.
-                if let Verdict::Deny { rule, reason } = self.policy.check_partial(&draft.text) {
-                    if !draft.text.iter().all(u8::is_ascii_whitespace) {
-                        draft.refusal = Some(Refusal { rule, reason });
-                        return Err(Errno(libc::EPERM));
-                    }
+                if let Some(refusal) = self.check_draft(draft, Check::Write) {
+                    draft.refusal = Some(refusal);
+                    return Err(Errno(libc::EPERM));
                 }
                 Ok(data.len() as u32)
             }
@@ -866,27 +920,21 @@ impl Tree {
     }
 
     /// A close of one descriptor. Decides nothing (a redirect flushes before it
-    /// writes); reports a refusal so that `close()` fails.
+    /// writes, and a child that inherited the descriptor flushes when it exits), but
+    /// fails the close when the text as it stands would be refused, so the writer sees
+    /// a refusal that the decision will make.
     pub fn flush(&self, fh: u64) -> FsResult<()> {
         let mut state = self.state.lock();
         let Some(Handle {
             owner: Some(owner),
-            body: Body::Draft { write: true },
+            body: Body::Draft { write: true, .. },
         }) = state.handles.get(&fh)
         else {
             return Ok(());
         };
         let owner = *owner;
         if let Some(Entry::Draft(draft)) = state.entries.get_mut(&owner) {
-            if draft.refusal.is_none() && !draft.text.iter().all(u8::is_ascii_whitespace) {
-                // A close that would be refused at the decision fails now, while the
-                // writer can still see it: the last word is complete by now (writes only
-                // check up to the last blank), and the rules may have changed.
-                if let Verdict::Deny { rule, reason } = self.policy.check(&draft.text) {
-                    draft.refusal = Some(Refusal { rule, reason });
-                }
-            }
-            if draft.refusal.is_some() {
+            if draft.refusal.is_some() || self.check_draft(draft, Check::Close).is_some() {
                 return Err(Errno(libc::EPERM));
             }
             if !draft.text.is_empty() {
@@ -894,6 +942,36 @@ impl Tree {
             }
         }
         Ok(())
+    }
+
+    /// Checks a draft's text so far. Writes check up to the last blank (a write may
+    /// end inside a word: `su` of `sum`) and, past 64 KiB, only every 64 KiB of
+    /// growth; a close checks everything. Whitespace alone is not refused here: more
+    /// may come.
+    fn check_draft(&self, draft: &mut Draft, check: Check) -> Option<Refusal> {
+        const STEP: usize = 64 * 1024;
+        if draft.text.iter().all(u8::is_ascii_whitespace) {
+            return None;
+        }
+        if draft.text.contains(&0) {
+            return Some(Refusal::plain(
+                "refused: the command holds a NUL byte, which a shell would drop".to_string(),
+            ));
+        }
+        let verdict = match check {
+            Check::Write => {
+                if draft.text.len() > STEP && draft.text.len() < draft.checked_len + STEP {
+                    return None;
+                }
+                draft.checked_len = draft.text.len();
+                self.policy.check_partial(&draft.text)
+            }
+            Check::Close => self.policy.check(&draft.text),
+        };
+        match verdict {
+            Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
+            Verdict::Allow => None,
+        }
     }
 
     /// The last close of a handle. For a draft's writer this decides the command.
@@ -907,7 +985,7 @@ impl Tree {
         };
         match state.entries.get_mut(&owner) {
             Some(Entry::Draft(draft)) => {
-                if let Body::Draft { write: true } = handle.body {
+                if let Body::Draft { write: true, .. } = handle.body {
                     draft.writers = draft.writers.saturating_sub(1);
                     draft.touched = Instant::now();
                     draft.flushed_after_write = false;
@@ -935,8 +1013,14 @@ impl Tree {
 
     // ----- drafts and decisions -----------------------------------------------------
 
-    pub fn create(&self, parent: u64, name: &[u8], write: bool) -> FsResult<(Attr, Opened)> {
+    pub fn create(&self, parent: u64, name: &[u8], mode: OpenMode) -> FsResult<(Attr, Opened)> {
+        let OpenMode { write, append } = mode;
         let mut state = self.state.lock();
+        if let Some(Dynamic::Entry(id)) = names::decode(parent) {
+            if let Some(opened) = self.create_late_kill(&mut state, id, name) {
+                return Ok(opened);
+            }
+        }
         if parent != names::CTL {
             return Err(Errno(
                 if names::decode(parent).is_some() || Self::static_dir(parent).is_some() {
@@ -964,14 +1048,41 @@ impl Tree {
             flushed_after_write: false,
             start_at: None,
             refusal: None,
+            checked_len: 0,
+            directives: Directives::default(),
             modified: now,
             touched: Instant::now(),
         };
         state.ctl.insert(name, id);
         state.entries.insert(id, Entry::Draft(draft));
-        let attr = self.entry_attr(id, &state.entries[&id]);
-        let fh = self.add_handle(&mut state, Some(id), Body::Draft { write });
+        let attr = self.entry_attr(id, &state.entries[&id])?;
+        let fh = self.add_handle(&mut state, Some(id), Body::Draft { write, append });
         Ok((
+            attr,
+            Opened {
+                fh,
+                direct_io: true,
+            },
+        ))
+    }
+
+    /// `echo > cmd/<name>/kill` just after the command stopped finds no `kill` and
+    /// creates one: that is a kill racing the end, which is not an error. The handle
+    /// writes to a job that has stopped, which does nothing.
+    fn create_late_kill(&self, state: &mut State, id: u64, name: &[u8]) -> Option<(Attr, Opened)> {
+        let Some(Entry::Command(command)) = state.entries.get(&id) else {
+            return None;
+        };
+        let Run::Job(job) = &command.run else {
+            return None;
+        };
+        if name != Slot::Kill.name().as_bytes() || command.hidden & Slot::Kill.bit() != 0 {
+            return None;
+        }
+        let attr = self.file_attr(id, command, Slot::Kill);
+        let body = Body::Kill { job: job.clone() };
+        let fh = self.add_handle(state, Some(id), body);
+        Some((
             attr,
             Opened {
                 fh,
@@ -1022,15 +1133,20 @@ impl Tree {
             return;
         };
         let text = String::from_utf8_lossy(&draft.text).into_owned();
-        let plain = |reason: String| Some(Refusal { rule: None, reason });
         let refusal = if let Some(refusal) = draft.refusal.clone() {
             Some(refusal)
-        } else if let Verdict::Deny { rule, reason } = self.policy.check(&draft.text) {
-            Some(Refusal { rule, reason })
-        } else if let Err(reason) = parse_directives(&text) {
-            plain(format!("refused: {reason}"))
+        } else if text.trim().is_empty() {
+            Some(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
+        } else if let Some(refusal) = self.check_draft(draft, Check::Close) {
+            Some(refusal)
         } else {
-            None
+            match parse_directives(&text) {
+                Ok(directives) => {
+                    draft.directives = directives;
+                    None
+                }
+                Err(reason) => Some(Refusal::plain(format!("refused: {reason}"))),
+            }
         };
         match refusal {
             Some(Refusal { rule, reason }) => {
@@ -1100,18 +1216,17 @@ impl Tree {
             return;
         };
         state.ctl.remove(&draft.name);
-        let text = String::from_utf8_lossy(&draft.text).into_owned();
-        let directives = parse_directives(&text).unwrap_or_default();
+        let directives = draft.directives;
+        let text: Arc<[u8]> = draft.text.into();
         let job = self.supervisor.spawn(SpawnRequest {
             name: draft.name.clone(),
-            text,
-            env: Vec::new(),
+            text: text.clone(),
             timeout: directives.timeout.or(self.config.timeout),
             memory: directives.memory,
         });
-        self.record("ran", &draft.name, &draft.text, None, None);
+        self.record("ran", &draft.name, &text, None, None);
         let keep = directives.keep.unwrap_or(self.config.keep);
-        self.add_command(state, draft.name, draft.text.into(), Run::Job(job), keep);
+        self.add_command(state, draft.name, text, Run::Job(job), keep);
     }
 
     fn start_all_decided(&self, state: &mut State) {
@@ -1138,7 +1253,14 @@ impl Tree {
             }
             if parent == names::CTL {
                 let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
-                let id = state.ctl.remove(name).ok_or(Errno(libc::ENOENT))?;
+                let id = *state.ctl.get(name).ok_or(Errno(libc::ENOENT))?;
+                if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
+                    if draft.start_at.is_some() {
+                        // Decided: it is about to run and can no longer be taken back.
+                        return Err(Errno(libc::EBUSY));
+                    }
+                }
+                state.ctl.remove(name);
                 state.entries.remove(&id);
                 return Ok(());
             }
@@ -1289,11 +1411,6 @@ impl Tree {
             self.remove_command(&mut state, id, "");
         }
     }
-
-    /// Stops every command (used at shutdown, before the supervisor waits for them).
-    pub fn command_count(&self) -> usize {
-        self.state.lock().cmd.len()
-    }
 }
 
 fn stream_of(slot: Slot) -> Stream {
@@ -1327,58 +1444,11 @@ fn render_file(name: &str, text: &[u8], run: &Run, slot: Slot) -> Option<Vec<u8>
                     .reason
                     .clone()
                     .map(|r| format!("{r}\n").into_bytes()),
-                (Slot::Result, _) => Some(crate::fs::result_json(
-                    name,
-                    text,
-                    job,
-                    &snapshot,
-                    status_word(run),
-                )),
+                (Slot::Result, _) => {
+                    Some(pages::result_json(name, text, &snapshot, status_word(run)))
+                }
                 _ => None,
             }
         }
     }
-}
-
-/// `result.json` for a job: every field known so far.
-pub fn result_json(
-    name: &str,
-    text: &[u8],
-    job: &Job,
-    snapshot: &crate::supervisor::JobSnapshot,
-    status: &str,
-) -> Vec<u8> {
-    use crate::policy::audit::rfc3339;
-    use serde_json::json;
-    let _ = job;
-    let exit = match &snapshot.phase {
-        Phase::Stopped(exit) => Some(exit.clone()),
-        Phase::Running { .. } => None,
-    };
-    let stream = |(bytes, dropped): (u64, u64)| json!({ "bytes": bytes, "dropped": dropped });
-    let value = json!({
-        "name": name,
-        "command": String::from_utf8_lossy(text),
-        "status": status,
-        "exitcode": exit.as_ref().map(|e| e.code),
-        "signal": exit.as_ref().and_then(|e| e.signal),
-        "pid": snapshot.pid,
-        "started_at": snapshot.started_at.map(rfc3339),
-        "finished_at": snapshot.finished_at.map(rfc3339),
-        "duration_ms": snapshot.duration.map(|d| d.as_millis() as u64),
-        "user_ms": exit.as_ref().map(|e| e.user_ms),
-        "sys_ms": exit.as_ref().map(|e| e.sys_ms),
-        "max_rss_kib": exit.as_ref().map(|e| e.max_rss_kib),
-        "stdout": stream(snapshot.stdout),
-        "stderr": stream(snapshot.stderr),
-        "output": stream(snapshot.output),
-        "timed_out": snapshot.timed_out,
-        "killed": snapshot.killed,
-        "reason": snapshot.reason,
-        "containment": snapshot.containment,
-        "memory_limit": snapshot.memory_limit,
-    });
-    let mut bytes = serde_json::to_vec_pretty(&value).expect("a JSON value always serialises");
-    bytes.push(b'\n');
-    bytes
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::policy::audit::rfc3339;
+use crate::supervisor::{JobSnapshot, Phase};
 use crate::units::format_duration;
 
 /// Facts every page may mention.
@@ -295,6 +296,41 @@ pub fn wait_answer(stopped: Option<bool>) -> &'static [u8; 10] {
         Some(true) => b"completed\n",
         Some(false) => b"error    \n",
     }
+}
+
+/// `result.json` for a job: every field known so far.
+pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str) -> Vec<u8> {
+    use serde_json::json;
+    let exit = match &snapshot.phase {
+        Phase::Stopped(exit) => Some(exit.clone()),
+        Phase::Running { .. } => None,
+    };
+    let stream = |(bytes, dropped): (u64, u64)| json!({ "bytes": bytes, "dropped": dropped });
+    let value = json!({
+        "name": name,
+        "command": String::from_utf8_lossy(text),
+        "status": status,
+        "exitcode": exit.as_ref().map(|e| e.code),
+        "signal": exit.as_ref().and_then(|e| e.signal),
+        "pid": snapshot.pid,
+        "started_at": snapshot.started_at.map(rfc3339),
+        "finished_at": snapshot.finished_at.map(rfc3339),
+        "duration_ms": snapshot.duration.map(|d| d.as_millis() as u64),
+        "user_ms": exit.as_ref().map(|e| e.user_ms),
+        "sys_ms": exit.as_ref().map(|e| e.sys_ms),
+        "max_rss_kib": exit.as_ref().map(|e| e.max_rss_kib),
+        "stdout": stream(snapshot.stdout),
+        "stderr": stream(snapshot.stderr),
+        "output": stream(snapshot.output),
+        "timed_out": snapshot.timed_out,
+        "killed": snapshot.killed,
+        "reason": snapshot.reason,
+        "containment": snapshot.containment,
+        "memory_limit": snapshot.memory_limit,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&value).expect("a JSON value always serialises");
+    bytes.push(b'\n');
+    bytes
 }
 
 #[cfg(test)]

@@ -254,6 +254,14 @@ fn reap_tree(parent: &Path) -> usize {
     killed
 }
 
+impl Drop for CommandCgroup {
+    /// The job is gone: its cgroup goes too, if it is empty (the kernel refuses
+    /// otherwise, and shutdown or the next start on this path takes care of it).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 impl CommandCgroup {
     pub fn path(&self) -> &Path {
         &self.dir

@@ -285,11 +285,6 @@ impl Job {
         matches!(self.state.lock().phase, Phase::Running { .. })
     }
 
-    /// True once the shell has stopped and both pipes are closed or drained at exit.
-    pub fn phase(&self) -> Phase {
-        self.state.lock().phase.clone()
-    }
-
     pub fn snapshot(&self) -> JobSnapshot {
         let state = self.state.lock();
         let counts = |ring: &Ring| (ring.end(), ring.dropped());
@@ -336,15 +331,6 @@ impl Job {
         let state = self.state.lock();
         let bytes = view.read(ring(&state, stream), offset, max);
         (bytes, matches!(state.phase, Phase::Running { .. }))
-    }
-
-    /// Bytes of `stream` by absolute offset (for `follow`, which never shows a notice),
-    /// plus whether the shell is still running.
-    pub fn read_absolute(&self, stream: Stream, offset: u64, max: usize) -> (Vec<u8>, bool) {
-        let state = self.state.lock();
-        let mut out = Vec::new();
-        ring(&state, stream).copy_from(offset, max, &mut out);
-        (out, matches!(state.phase, Phase::Running { .. }))
     }
 }
 

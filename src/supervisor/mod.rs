@@ -22,13 +22,14 @@ use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
 use crate::supervisor::timer::{Timer, TimerAction};
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::OsStr;
 use std::io::{Seek, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -84,8 +85,8 @@ pub struct SupervisorConfig {
 #[derive(Debug, Clone)]
 pub struct SpawnRequest {
     pub name: String,
-    pub text: String,
-    pub env: Vec<(OsString, OsString)>,
+    /// The command as written: bytes, passed to the shell unchanged.
+    pub text: Arc<[u8]>,
     pub timeout: Option<Duration>,
     /// Bytes of memory the command may use (`memory.max`, else an address-space limit).
     pub memory: Option<u64>,
@@ -103,6 +104,8 @@ pub struct Supervisor {
     containment: String,
     /// Processes reaped at start from cgroups an earlier driver left behind.
     reaped_at_start: usize,
+    /// Set when shutdown begins: no command starts after that.
+    closing: AtomicBool,
 }
 
 impl Supervisor {
@@ -145,6 +148,7 @@ impl Supervisor {
             cgroups,
             containment,
             reaped_at_start,
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -166,6 +170,14 @@ impl Supervisor {
     /// already stopped with exit code -1 and the reason on its stderr.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if self.closing.load(Ordering::SeqCst) {
+            // Shutdown has taken its list of jobs: nothing may start behind its back.
+            let job = Job::new(id, 1, self.config.kill_grace, None, String::new(), None);
+            return self.failed(
+                Arc::new(job),
+                "terminalfs: not started: terminalfs is shutting down\n",
+            );
+        }
         let cgroup: Option<CommandCgroup> = self
             .cgroups
             .as_ref()
@@ -190,9 +202,7 @@ impl Supervisor {
         let pipes = match pump::make_pipes() {
             Ok(pipes) => pipes,
             Err(error) => {
-                job.mark_failed_to_start(&format!("terminalfs: cannot make pipes: {error}\n"));
-                (self.notify)(id);
-                return job;
+                return self.failed(job, &format!("terminalfs: cannot make pipes: {error}\n"));
             }
         };
         let (stdout, stderr) = (pipes.stdout_read, pipes.stderr_read);
@@ -200,17 +210,14 @@ impl Supervisor {
         // A kernel limits one argument to 128 KiB; a longer command is handed to the
         // shell as a script file on descriptor 3 instead of through `-c`.
         let script = if request.text.len() > MAX_INLINE_COMMAND {
-            match script_file(request.text.as_bytes()) {
+            match script_file(&request.text) {
                 Ok(fd) => Some(fd),
                 Err(error) => {
-                    job.mark_failed_to_start(&format!(
+                    let message = format!(
                         "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
                         request.text.len()
-                    ));
-                    // Nothing ever ran in the cgroup made for it.
-                    job.remove_cgroup_if_done();
-                    (self.notify)(id);
-                    return job;
+                    );
+                    return self.failed(job, &message);
                 }
             }
         } else {
@@ -218,11 +225,10 @@ impl Supervisor {
         };
         match &script {
             Some(_) => command.arg("/dev/fd/3"),
-            None => command.arg("-c").arg(&request.text),
+            None => command.arg("-c").arg(OsStr::from_bytes(&request.text)),
         };
         command
             .current_dir(&self.config.cwd)
-            .envs(request.env.iter().map(|(k, v)| (k, v)))
             .env("TERMINALFS_NAME", &request.name)
             .stdin(Stdio::null())
             .stdout(Stdio::from(pipes.stdout_write))
@@ -297,12 +303,19 @@ impl Supervisor {
                     self.config.cwd.display()
                 );
                 self.pump.abandon(id);
-                job.mark_failed_to_start(&message);
-                // Nothing ever ran in the cgroup made for it.
-                job.remove_cgroup_if_done();
+                return self.failed(job, &message);
             }
         }
         (self.notify)(id);
+        job
+    }
+
+    /// A job that never ran: it has stopped with exit code -1 and `message` on its
+    /// stderr, and the cgroup made for it is gone.
+    fn failed(&self, job: Arc<Job>, message: &str) -> Arc<Job> {
+        job.mark_failed_to_start(message);
+        job.remove_cgroup_if_done();
+        (self.notify)(job.id());
         job
     }
 
@@ -322,6 +335,7 @@ impl Supervisor {
     /// the same way (SIGTERM, then SIGKILL after the grace period), and waits (up to
     /// the grace period plus a margin) until their shells have been reaped.
     pub fn shutdown(&self) {
+        self.closing.store(true, Ordering::SeqCst);
         let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
         for job in &jobs {
             self.kill(job, "stopped because terminalfs shut down");

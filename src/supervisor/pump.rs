@@ -26,6 +26,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 const CHUNK: usize = 256 * 1024;
+/// Reads that empty a pipe whose writes are not announced (after a signal-queue
+/// overflow, a quiet second, or an exit): up to 256 MiB of packets, so a writer that
+/// never stops cannot hold the pump for long.
+const DRAIN_ALL: usize = 1 << 16;
+/// Reads per round for a polled (unannounced) pipe, for fairness between commands.
+const DRAIN_POLLED: usize = 16;
 /// A packet pipe splits a write into packets of one page.
 const PACKET: usize = 4096;
 
@@ -279,6 +285,7 @@ fn run(
         let fallback_exits: Vec<(i32, i32, libc::rusage)> =
             std::mem::take(&mut *shared.exits.lock());
 
+        let reads = if drain_all { DRAIN_ALL } else { DRAIN_POLLED };
         for (index, id) in order.iter().enumerate() {
             let Some(source) = sources.get_mut(id) else {
                 continue;
@@ -287,10 +294,10 @@ fn run(
                 [fds[2 + 3 * index], fds[3 + 3 * index], fds[4 + 3 * index]];
             let mut changed = false;
             if out_fd.revents != 0 || drain_all {
-                changed |= drain(&mut source.stdout, &source.job, &mut buffer, 1);
+                changed |= drain(&mut source.stdout, &source.job, &mut buffer, reads);
             }
             if err_fd.revents != 0 || drain_all {
-                changed |= drain(&mut source.stderr, &source.job, &mut buffer, 1);
+                changed |= drain(&mut source.stderr, &source.job, &mut buffer, reads);
             }
             let mut status = None;
             if pid_fd.revents != 0 {
@@ -315,8 +322,8 @@ fn run(
             };
             if let Some((raw, usage)) = status {
                 // Take what the shell wrote before it exited, then record the exit.
-                drain(&mut source.stdout, &source.job, &mut buffer, 64);
-                drain(&mut source.stderr, &source.job, &mut buffer, 64);
+                drain(&mut source.stdout, &source.job, &mut buffer, DRAIN_ALL);
+                drain(&mut source.stderr, &source.job, &mut buffer, DRAIN_ALL);
                 source.job.mark_exited(exit_from(raw, &usage));
                 source.reaped = true;
                 changed = true;

@@ -1,0 +1,154 @@
+//! Edge cases of writing commands and reading results: appends, oversize and
+//! unusual bytes, children that close an inherited descriptor, late kills, pages
+//! that change while open, and a full signal queue.
+
+use crate::common::{wait_until, Mount, Options};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::time::Duration;
+
+const SUDO_DENIED: &str = r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#;
+
+#[test]
+fn appending_writes_keep_everything_written() {
+    let mount = Mount::start();
+    std::fs::write(mount.dir.path().join("more"), "echo two\n").unwrap();
+    // `cat` stats its output between the two appends.
+    mount.ok("{ echo 'echo one'; cat \"$M/../more\"; } >> \"$M/ctl/appended\"");
+    assert_eq!(mount.wait("appended"), "completed\n");
+    assert_eq!(mount.read("cmd/appended/command"), "echo one\necho two\n");
+    assert_eq!(mount.read("cmd/appended/stdout"), "one\ntwo\n");
+
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(mount.p("ctl/py"))
+        .unwrap();
+    file.write_all(b"echo first\n").unwrap();
+    std::fs::metadata(mount.p("ctl/py")).unwrap();
+    file.write_all(b"echo second\n").unwrap();
+    drop(file);
+    assert_eq!(mount.wait("py"), "completed\n");
+    assert_eq!(mount.read("cmd/py/stdout"), "first\nsecond\n");
+}
+
+#[test]
+fn an_oversized_command_is_refused_not_cut_short() {
+    let mount = Mount::start();
+    let mut script = String::from("echo step1\n");
+    script.push_str(&"#".repeat(1 << 20));
+    script.push_str("\necho step2\n");
+    std::fs::write(mount.dir.path().join("script"), &script).unwrap();
+    let out = mount.sh("cat \"$M/../script\" > \"$M/ctl/trunc\"");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("File too large"));
+    assert!(wait_until(Duration::from_secs(5), || mount
+        .p("cmd/trunc/status")
+        .exists()));
+    assert_eq!(mount.read("cmd/trunc/status"), "denied\n");
+    assert!(mount.read("cmd/trunc/reason").contains("longer than"));
+}
+
+#[test]
+fn a_child_closing_an_inherited_descriptor_decides_nothing() {
+    let mount = Mount::with(Options {
+        settings: SUDO_DENIED,
+        ..Options::default()
+    });
+    // `/bin/true` inherits the descriptor and closes it while the text is `sudo`.
+    mount.ok(
+        "(printf 'sudo'; /bin/true; printf 'ku() { echo solved; }; sudoku\\n') > \"$M/ctl/puzzle\"",
+    );
+    assert_eq!(mount.wait("puzzle"), "completed\n");
+    assert_eq!(mount.read("cmd/puzzle/stdout"), "solved\n");
+}
+
+#[test]
+fn nul_bytes_are_refused_and_other_bytes_reach_the_shell_unchanged() {
+    let mount = Mount::start();
+    let out = mount.sh("printf 'echo a\\000b' > \"$M/ctl/nul\"");
+    assert!(!out.status.success());
+    assert!(wait_until(Duration::from_secs(5), || mount
+        .p("cmd/nul/reason")
+        .exists()));
+    assert!(mount.read("cmd/nul/reason").contains("NUL"));
+
+    std::fs::write(
+        mount.p("ctl/latin1"),
+        b"printf '%s' 'caf\xe9' | od -An -tx1",
+    )
+    .unwrap();
+    assert_eq!(mount.wait("latin1"), "completed\n");
+    assert_eq!(
+        mount
+            .read("cmd/latin1/stdout")
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["63", "61", "66", "e9"]
+    );
+    assert_eq!(
+        std::fs::read(mount.p("cmd/latin1/command")).unwrap(),
+        b"printf '%s' 'caf\xe9' | od -An -tx1"
+    );
+}
+
+#[test]
+fn a_kill_that_races_the_end_is_not_an_error() {
+    let mount = Mount::start();
+    mount.run("over", "true");
+    assert!(!mount.ok("ls \"$M/cmd/over\"").contains("kill"));
+    mount.ok("echo 1 > \"$M/cmd/over/kill\"");
+    assert_eq!(mount.read("cmd/over/status"), "completed\n");
+}
+
+#[test]
+fn a_decided_command_cannot_be_taken_back() {
+    let mount = Mount::with_args(&["--settle", "2s"]);
+    std::fs::write(mount.p("ctl/decided"), "echo ran").unwrap();
+    // Decided once the last close has arrived: the draft then shows its text's size.
+    assert!(wait_until(Duration::from_secs(5), || {
+        std::fs::metadata(mount.p("ctl/decided")).is_ok_and(|m| m.len() > 0)
+    }));
+    let removed = std::fs::remove_file(mount.p("ctl/decided"));
+    assert_eq!(removed.unwrap_err().raw_os_error(), Some(libc::EBUSY));
+    assert_eq!(mount.wait("decided"), "completed\n");
+}
+
+#[test]
+fn a_page_reads_whole_as_rendered_at_open() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/changing"), "sleep 1; exit 3").unwrap();
+    let mut page = std::fs::File::open(mount.p("cmd/index.md")).unwrap();
+    assert_eq!(mount.wait("changing"), "error    \n");
+    let mut text = String::new();
+    page.read_to_string(&mut text).unwrap();
+    assert!(
+        text.contains("| [changing](changing/status) | running |  | sleep 1; exit 3 | 0 |\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_full_signal_queue_loses_no_output_before_wait_answers() {
+    // A tiny queue of pending signals makes the pump fall back to reading as it can.
+    let mount = Mount::with_launcher(Options::default(), &|command| {
+        // SAFETY: setrlimit between fork and exec touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 16,
+                    rlim_max: 16,
+                };
+                libc::setrlimit(libc::RLIMIT_SIGPENDING, &limit);
+                Ok(())
+            });
+        }
+    });
+    mount.run(
+        "chatty",
+        "i=0; while [ $i -lt 5000 ]; do echo out; echo err >&2; i=$((i+1)); done",
+    );
+    let output = mount.read("cmd/chatty/output");
+    assert_eq!(output.lines().count(), 10_000);
+    assert_eq!(mount.read("cmd/chatty/stdout").lines().count(), 5000);
+}
