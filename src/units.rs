@@ -5,23 +5,28 @@
 
 use std::time::Duration;
 
-/// Parses a duration: a whole number followed by `ms`, `s`, `m`, `h` or `d`;
-/// a bare number is seconds. The error is a lowercase phrase naming what was wrong.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
+/// Splits `text` into its leading whole number and the unit after it; `example`
+/// completes the error message ("try ...").
+fn number_and_unit(text: &str, what: &str, example: &str) -> Result<(u64, String), String> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     if digits.is_empty() {
-        return Err(format!(
-            "'{text}' is not a duration (try 250ms, 30s, 10m or 1h)"
-        ));
+        return Err(format!("'{text}' is not a {what} (try {example})"));
     }
-    let value: u64 = digits
+    let value = digits
         .parse()
-        .map_err(|_| format!("'{text}' is too large a duration"))?;
-    let millis_per_unit: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        .map_err(|_| format!("'{text}' is too large a {what}"))?;
+    Ok((value, unit.trim().to_ascii_lowercase()))
+}
+
+/// Parses a duration: a whole number followed by `ms`, `s`, `m`, `h` or `d`;
+/// a bare number is seconds. The error is a lowercase phrase naming what was wrong.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (value, unit) = number_and_unit(text, "duration", "250ms, 30s, 10m or 1h")?;
+    let millis_per_unit: u64 = match unit.as_str() {
         "ms" => 1,
         "" | "s" => 1_000,
         "m" => 60_000,
@@ -43,17 +48,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// (powers of 1024, with or without a trailing `b`/`ib`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    if digits.is_empty() {
-        return Err(format!("'{text}' is not a size (try 4096, 64k, 16m or 2g)"));
-    }
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is too large a size"))?;
-    let unit = unit.trim().to_ascii_lowercase();
+    let (value, unit) = number_and_unit(text, "size", "4096, 64k, 16m or 2g")?;
     let unit = unit
         .strip_suffix("ib")
         .or_else(|| unit.strip_suffix('b'))
