@@ -266,3 +266,25 @@ fn daemon_mode_detaches_once_ready() {
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
     assert!(log.contains("ready: mounted"), "{log}");
 }
+
+#[test]
+fn readiness_and_stopping_are_reported_to_systemd() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let notify = socket_path.clone();
+    let mut mount = Mount::with_launcher(crate::common::Options::default(), &move |command| {
+        command.env("NOTIFY_SOCKET", &notify);
+    });
+    let mut buffer = [0u8; 256];
+    let n = socket.recv(&mut buffer).expect("READY=1 arrives");
+    assert_eq!(&buffer[..n], b"READY=1");
+    // Ready means ready: the tree answers.
+    assert!(mount.read("index.md").contains("terminalfs"));
+    assert_eq!(mount.stop().code(), Some(0));
+    let n = socket.recv(&mut buffer).expect("STOPPING=1 arrives");
+    assert_eq!(&buffer[..n], b"STOPPING=1");
+}
