@@ -188,7 +188,13 @@ fn write_then_read_never_misses() {
     let out = mount.ok("i=0; bad=0\n\
          while [ $i -lt 500 ]; do\n\
            echo \"exit $((i % 7))\" > \"$M/ctl/r$i\"\n\
-           got=$(cat \"$M/cmd/r$i/wait\") || { echo \"missing r$i\"; bad=$((bad+1)); }\n\
+           got=\n\
+           if [ $((i % 2)) = 0 ]; then\n\
+             got=$(cat \"$M/cmd/r$i/wait\") || { echo \"missing r$i\"; bad=$((bad+1)); }\n\
+           else\n\
+             # The shell's own read: no fork between the close and the lookup.\n\
+             read -r got < \"$M/cmd/r$i/wait\" || { echo \"missing r$i\"; bad=$((bad+1)); }\n\
+           fi\n\
            code=$(cat \"$M/cmd/r$i/exitcode\")\n\
            [ \"$code\" = \"$((i % 7))\" ] || { echo \"r$i: wrong code $code\"; bad=$((bad+1)); }\n\
            if [ $((i % 7)) = 0 ]; then want=completed; else want=error; fi\n\
@@ -197,4 +203,27 @@ fn write_then_read_never_misses() {
          done\n\
          echo \"bad=$bad\"");
     assert!(out.ends_with("bad=0\n"), "{out}");
+    // The same from threads that close and look in the same breath (no fork between),
+    // several at once so that a lookup can reach the driver before the RELEASE of the
+    // close just before it.
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let mount = &mount;
+            scope.spawn(move || {
+                for i in 0..250 {
+                    let name = format!("q{t}-{i}");
+                    let text = format!("exit {}", i % 7);
+                    std::fs::write(mount.p(&format!("ctl/{name}")), text).unwrap();
+                    let got = std::fs::read_to_string(mount.p(&format!("cmd/{name}/wait")))
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let want = if i % 7 == 0 {
+                        "completed\n"
+                    } else {
+                        "error    \n"
+                    };
+                    assert_eq!(got, want, "{name}");
+                }
+            });
+        }
+    });
 }

@@ -1,6 +1,8 @@
 //! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
 
-use crate::common::{is_mounted, process_alive, wait_until, Mount, BIN};
+use crate::common::{
+    group_members, is_mounted, parked_read, process_alive, wait_until, Mount, Reaper, BIN,
+};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -62,12 +64,8 @@ fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
         assert!(mount.is_mounted());
         std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
         let pid: i32 = mount.read("cmd/long/pid").trim().parse().unwrap();
-        // A parked wait must be answered by the shutdown.
-        let waiter = {
-            let path = mount.p("cmd/long/wait");
-            std::thread::spawn(move || std::fs::read(path))
-        };
-        std::thread::sleep(Duration::from_millis(100));
+        // A parked wait (its reader inside read(2)) must be answered by the shutdown.
+        let waiter = parked_read(mount.p("cmd/long/wait"));
         mount.signal(signal);
         let status = mount
             .wait_exit(Duration::from_secs(20))
@@ -78,18 +76,18 @@ fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
         assert!(wait_until(Duration::from_secs(5), || unsafe {
             libc::kill(pid, 0)
         } != 0));
-        assert!(
-            wait_until(Duration::from_secs(5), || waiter.is_finished()),
-            "a parked wait was left hanging"
-        );
-        if let Ok(bytes) = waiter.join().unwrap() {
-            assert_eq!(bytes.len(), 10, "{bytes:?}");
-        }
+        let answer = waiter
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a parked wait was left hanging")
+            .expect("a parked wait is answered, not failed");
+        assert_eq!(answer.len(), 10, "{:?}", String::from_utf8_lossy(&answer));
     }
 }
 
 #[test]
 fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
+    // What the crashed driver leaves running is stopped here if the test fails first.
+    let reaper = Reaper::default();
     let mut mount = Mount::start();
     let mut child = mount.take_child().unwrap();
     child.kill().unwrap();
@@ -116,6 +114,14 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
         .read("cmd/orphan/stdout")
         .is_empty()));
     let orphan: i32 = mount.read("cmd/orphan/stdout").trim().parse().unwrap();
+    reaper.watch(orphan);
+    let shell: i32 = mount.read("cmd/orphan/pid").trim().parse().unwrap();
+    assert!(wait_until(Duration::from_secs(5), || group_members(shell)
+        .len()
+        >= 2));
+    for pid in group_members(shell) {
+        reaper.watch(pid);
+    }
     let mut child = mount.take_child().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
@@ -222,6 +228,36 @@ fn other_users_cannot_read_or_write_the_mount() {
     assert!(!mount.p("cmd/intruder").exists());
 }
 
+/// Stops a daemon (from its pid file) and removes its mount when dropped, so a failing
+/// daemon test leaves neither behind.
+struct DaemonGuard {
+    pid_file: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        let pid = std::fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        if let Some(pid) = pid.filter(|&pid| pid > 0 && process_alive(pid)) {
+            // SAFETY: signalling the daemon this test started.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+            if !wait_until(Duration::from_secs(15), || !process_alive(pid)) {
+                // SAFETY: as above.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+        }
+        if is_mounted(&self.path) {
+            let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+        }
+    }
+}
+
 #[test]
 fn daemon_mode_detaches_once_ready() {
     let dir = tempfile::tempdir().unwrap();
@@ -229,6 +265,10 @@ fn daemon_mode_detaches_once_ready() {
     std::fs::write(&settings, "{}").unwrap();
     let path = dir.path().join("mnt");
     let pid_file = dir.path().join("pid");
+    let _guard = DaemonGuard {
+        pid_file: pid_file.clone(),
+        path: path.clone(),
+    };
     let started = Instant::now();
     let out = Command::new(BIN)
         .arg("--path")

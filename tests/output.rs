@@ -1,9 +1,8 @@
 //! Output (SPEC 5): rings, overflow notices, interleaving, follow, result.json, bytes.
 
-use crate::common::{wait_until, Mount};
+use crate::common::{wait_until, Mount, Tail};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn status_kib(pid: u32, key: &str) -> u64 {
@@ -98,19 +97,15 @@ fn tail_f_opened_before_overflow_keeps_following_after_it() {
         "i=1; while [ $i -le 300 ]; do printf 'line %05d\\n' $i; i=$((i+1)); sleep 0.01; done",
     )
     .unwrap();
-    let mut tail = Command::new("tail")
-        .args(["-f", "-n", "+1", "-s", "0.1"])
-        .arg(mount.p("cmd/slow/stdout"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    let tail = Tail::follow(&mount.p("cmd/slow/stdout"));
+    let deadline = Instant::now() + Duration::from_secs(30);
     for i in 1..=300 {
-        let line = lines.next().expect("tail keeps printing").unwrap();
+        let line = tail
+            .next_line(deadline)
+            .unwrap_or_else(|| panic!("tail printed no line {i} within 30 s"));
         assert_eq!(line, format!("line {i:05}"));
     }
-    tail.kill().unwrap();
-    tail.wait().unwrap();
+    drop(tail);
     assert_eq!(mount.wait("slow"), "completed\n");
     // By now a fresh read starts with the notice.
     assert!(mount.read("cmd/slow/stdout").starts_with("[terminalfs: "));

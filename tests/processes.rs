@@ -1,6 +1,7 @@
 //! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
 
-use crate::common::{group_members, process_alive, wait_until, Mount};
+use crate::common::{group_members, parked_read, process_alive, wait_until, Mount};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -97,7 +98,7 @@ fn pid_and_kill_exist_only_while_running() {
         "left: {:?}",
         group_members(pid)
     );
-    // Killing a stopped command is not an error: a handle opened before still works.
+    // result.json records that a kill stopped it.
     let result: serde_json::Value =
         serde_json::from_str(&mount.read("cmd/victim/result.json")).unwrap();
     assert_eq!(result["killed"], true);
@@ -150,19 +151,22 @@ fn rm_r_stops_a_running_command() {
 #[test]
 fn many_commands_at_once() {
     let mount = Mount::start();
+    // Every command waits for a shared lock on a file the test holds exclusively, so
+    // none can stop before the test lets them (a fixed sleep would only hope so).
+    let gate_path = mount.dir.path().join("gate");
+    let gate = std::fs::File::create(&gate_path).unwrap();
+    // SAFETY: locking a descriptor we own.
+    assert_eq!(unsafe { libc::flock(gate.as_raw_fd(), libc::LOCK_EX) }, 0);
     for i in 0..200 {
         std::fs::write(
             mount.p(&format!("ctl/c{i}")),
-            format!("sleep 1; echo out{i}; echo err{i} >&2"),
+            format!("flock -s gate true; echo out{i}; echo err{i} >&2"),
         )
         .unwrap();
     }
-    // 200 parked waits at once, each on its own thread.
+    // 200 parked waits at once, each on its own thread inside read(2).
     let waiters: Vec<_> = (0..200)
-        .map(|i| {
-            let path = mount.p(&format!("cmd/c{i}/wait"));
-            std::thread::spawn(move || std::fs::read_to_string(path))
-        })
+        .map(|i| parked_read(mount.p(&format!("cmd/c{i}/wait"))))
         .collect();
     // While they are parked, the mount still answers.
     let started = Instant::now();
@@ -173,9 +177,15 @@ fn many_commands_at_once() {
         "{:?}",
         started.elapsed()
     );
+    // None has stopped: each still holds its wait.
+    assert_eq!(mount.read("cmd/c199/status"), "running\n");
+    drop(gate);
     for (i, waiter) in waiters.into_iter().enumerate() {
-        let answer = waiter.join().unwrap().unwrap();
-        assert_eq!(answer, "completed\n", "c{i}");
+        let answer = waiter
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("c{i}: {e}"))
+            .unwrap();
+        assert_eq!(answer, b"completed\n", "c{i}");
     }
     for i in 0..200 {
         assert_eq!(mount.read(&format!("cmd/c{i}/stdout")), format!("out{i}\n"));

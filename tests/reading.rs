@@ -1,7 +1,7 @@
 //! Reading output and waiting (SPEC 5 as far as the core goes).
 
-use crate::common::{wait_until, Mount};
-use std::io::{BufRead, BufReader, Read};
+use crate::common::{children_of, parked_read, wait_in_read, wait_until, Mount, Tail};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -44,21 +44,14 @@ fn tail_f_on_an_open_handle_sees_every_line() {
         "i=1; while [ $i -le 30 ]; do echo \"tick $i\"; i=$((i+1)); sleep 0.1; done",
     )
     .unwrap();
-    let mut tail = Command::new("tail")
-        .args(["-f", "-n", "+1", "-s", "0.1"])
-        .arg(mount.p("cmd/stream/stdout"))
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    let tail = Tail::follow(&mount.p("cmd/stream/stdout"));
     let deadline = Instant::now() + Duration::from_secs(20);
     for i in 1..=30 {
-        let line = lines.next().expect("tail keeps printing").unwrap();
+        let line = tail
+            .next_line(deadline)
+            .unwrap_or_else(|| panic!("tail printed no line {i} within 20 s"));
         assert_eq!(line, format!("tick {i}"));
-        assert!(Instant::now() < deadline);
     }
-    tail.kill().unwrap();
-    tail.wait().unwrap();
 }
 
 #[test]
@@ -109,13 +102,8 @@ fn a_parked_wait_delays_nothing_else() {
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
     let path = mount.p("cmd/long/wait");
-    let waiters: Vec<_> = (0..4)
-        .map(|_| {
-            let path = path.clone();
-            std::thread::spawn(move || std::fs::read(path))
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(200));
+    // Each waiter is inside read(2) before anything else is asked.
+    let waiters: Vec<_> = (0..4).map(|_| parked_read(path.clone())).collect();
     let started = Instant::now();
     assert_eq!(mount.run("quick", "echo fast"), "completed\n");
     assert!(mount.ok("ls \"$M/cmd\"").contains("quick"));
@@ -126,7 +114,11 @@ fn a_parked_wait_delays_nothing_else() {
     );
     mount.ok("echo > \"$M/cmd/long/kill\"");
     for waiter in waiters {
-        assert_eq!(waiter.join().unwrap().unwrap(), b"error    \n");
+        let answer = waiter
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a parked wait is answered once the command stops")
+            .unwrap();
+        assert_eq!(answer, b"error    \n");
     }
 }
 
@@ -153,13 +145,16 @@ fn an_interrupted_reader_is_freed_quickly() {
             "{signal} {file:?}: {took:?}"
         );
     }
-    // SIGKILL of the reader.
+    // SIGKILL of the reader, once it is parked in read(2).
     let mut cat = Command::new("cat")
         .arg(&wait)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        wait_in_read(cat.id() as i32),
+        "cat never blocked reading wait"
+    );
     let started = Instant::now();
     cat.kill().unwrap();
     cat.wait().unwrap();
@@ -175,7 +170,17 @@ fn an_interrupted_reader_is_freed_quickly() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // The shell's cat, once it is parked in read(2).
+    let mut cat = None;
+    let found = wait_until(Duration::from_secs(10), || {
+        cat = children_of(reader.id() as i32).first().map(|(pid, _)| *pid);
+        cat.is_some()
+    });
+    assert!(found, "the shell started no cat");
+    assert!(
+        wait_in_read(cat.unwrap()),
+        "the shell's cat never blocked reading wait"
+    );
     let started = Instant::now();
     // Ctrl-C reaches the foreground process, here the shell's child cat.
     let sent = Command::new("pkill")
@@ -188,8 +193,9 @@ fn an_interrupted_reader_is_freed_quickly() {
         .try_wait()
         .unwrap()
         .is_some()));
+    // Within the 0.5 s the other readers get (pkill and the shell's exit included).
     assert!(
-        started.elapsed() < Duration::from_millis(1000),
+        started.elapsed() < Duration::from_millis(500),
         "{:?}",
         started.elapsed()
     );

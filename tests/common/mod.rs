@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_terminalfs");
@@ -373,5 +373,90 @@ impl Drop for Reaper {
                 }
             }
         }
+    }
+}
+
+/// Whether thread or process `id` (a pid, or a tid of this process) sits in read(2)
+/// right now, from `/proc/<id>/syscall` (or `/proc/self/task/<id>/syscall`).
+fn in_read(syscall_file: &str) -> bool {
+    std::fs::read_to_string(syscall_file)
+        .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_read.to_string()))
+}
+
+/// Waits (with a deadline) until process `pid` is blocked in read(2): a reader that is
+/// really parked, not one that has yet to open its file.
+pub fn wait_in_read(pid: i32) -> bool {
+    wait_until(Duration::from_secs(10), || {
+        in_read(&format!("/proc/{pid}/syscall"))
+    })
+}
+
+/// Reads `path` to its end on a thread; returns, once that thread is inside read(2) on
+/// the open file, a receiver for what it read.
+pub fn parked_read(path: PathBuf) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
+    use std::io::Read;
+    let (sender, receiver) = mpsc::channel();
+    let (tid_sender, tid_receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let read = (|| {
+            let mut file = std::fs::File::open(&path)?;
+            // SAFETY: gettid has no preconditions.
+            let _ = tid_sender.send(unsafe { libc::gettid() });
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        })();
+        let _ = tid_sender.send(-1);
+        let _ = sender.send(read);
+    });
+    let tid = tid_receiver.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(tid > 0, "the reader could not open its file");
+    // Parked: the thread sits in read(2) (or still has something to read first).
+    let parked = wait_until(Duration::from_secs(10), || {
+        in_read(&format!("/proc/self/task/{tid}/syscall"))
+    });
+    assert!(parked, "the reader never blocked in read(2)");
+    receiver
+}
+
+/// `tail -f -n +1 -s 0.1 <path>`, its lines read on a thread so that every wait for a
+/// line has a deadline; killed (and reaped) when dropped, even when a test fails.
+pub struct Tail {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Tail {
+    pub fn follow(path: &Path) -> Tail {
+        let mut child = Command::new("tail")
+            .args(["-f", "-n", "+1", "-s", "0.1"])
+            .arg(path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("tail starts");
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Tail { child, lines }
+    }
+
+    /// The next line tail prints, or None when none comes before `deadline`.
+    pub fn next_line(&self, deadline: Instant) -> Option<String> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.lines.recv_timeout(left).ok()
+    }
+}
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
