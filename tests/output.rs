@@ -1,19 +1,9 @@
 //! Output (SPEC 5): rings, overflow notices, interleaving, follow, result.json, bytes.
 
-use crate::common::{wait_until, Mount, Tail};
+use crate::common::{status_kib, wait_until, Mount, Tail};
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
-
-fn status_kib(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(key))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no {key} in status"))
-}
 
 fn json(mount: &Mount, file: &str) -> serde_json::Value {
     serde_json::from_str(&mount.read(file)).unwrap_or_else(|e| panic!("{file}: {e}"))

@@ -5,18 +5,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use common::Mount;
+use common::{status_kib, Mount};
 use std::time::{Duration, Instant};
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .expect("VmRSS in /proc/<pid>/status")
-}
 
 fn stdout_bytes(mount: &Mount) -> u64 {
     let result: serde_json::Value =
@@ -34,7 +24,7 @@ fn a_minute_of_yes_keeps_memory_bounded_and_is_never_blocked() {
     let mut samples = Vec::new();
     while started.elapsed() < Duration::from_secs(58) {
         std::thread::sleep(Duration::from_secs(2));
-        peak = peak.max(rss_kib(mount.pid()));
+        peak = peak.max(status_kib(mount.pid(), "VmRSS:"));
         let bytes = stdout_bytes(&mount);
         // Never blocked: the count keeps climbing between any two samples.
         assert!(

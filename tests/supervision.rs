@@ -9,7 +9,7 @@
 
 use crate::common::{
     children_of, fd_count, group_members, is_mounted, parked_read, proc_stat, process_alive,
-    thread_count, wait_until, Mount, Options, Reaper, BIN,
+    status_kib, thread_count, wait_until, Mount, Options, Reaper, BIN,
 };
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -436,16 +436,6 @@ fn time_limits_from_the_flag_and_from_directives() {
     assert_eq!(result(&mount, "longer")["timed_out"], false);
 }
 
-/// The driver's resident memory in KiB.
-fn rss_kib(pid: i32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_removed_command_frees_its_output_though_its_time_limit_is_far_off() {
     // Rings of 48 MiB: above glibc's largest mmap threshold (32 MiB), so each ring's
@@ -454,11 +444,11 @@ fn a_removed_command_frees_its_output_though_its_time_limit_is_far_off() {
     const RING_KIB: u64 = 48 * 1024;
     let mount = Mount::with_args(&["--timeout", "1h", "--max-output", "48m"]);
     let driver = mount.pid() as i32;
-    let before = rss_kib(driver);
+    let before = status_kib(driver as u32, "VmRSS:");
     // 48 MiB on stdout and on stderr: three full rings (stdout, stderr, output).
     let text = "head -c 50331648 /dev/zero; head -c 50331648 /dev/zero >&2";
     assert_eq!(mount.run("big", text), "completed\n");
-    let holding = rss_kib(driver);
+    let holding = status_kib(driver as u32, "VmRSS:");
     assert!(
         holding > before + 3 * RING_KIB,
         "{before} KiB, then {holding} KiB"
@@ -466,7 +456,7 @@ fn a_removed_command_frees_its_output_though_its_time_limit_is_far_off() {
     mount.ok("rm -r \"$M/cmd/big\"");
     let mut now = holding;
     let freed = wait_until(Duration::from_secs(10), || {
-        now = rss_kib(driver);
+        now = status_kib(driver as u32, "VmRSS:");
         now + 2 * RING_KIB < holding
     });
     assert!(

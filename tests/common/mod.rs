@@ -460,3 +460,14 @@ impl Drop for Tail {
         let _ = self.child.wait();
     }
 }
+
+/// A `/proc/<pid>/status` field in KiB (`VmRSS:`, `VmSize:`); 0 once the process is
+/// gone.
+pub fn status_kib(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
