@@ -107,6 +107,9 @@ struct Draft {
     refusal: Option<Refusal>,
     /// Length of the text at the last check on a write.
     checked_len: usize,
+    /// The whole text passed the check at a close and has not changed since, so the
+    /// decision need not check it again.
+    passed_close: bool,
     /// The `#terminalfs` lines, read when the command was decided.
     directives: Directives,
     modified: SystemTime,
@@ -909,6 +912,7 @@ impl Tree {
                 draft.modified = SystemTime::now();
                 draft.touched = Instant::now();
                 draft.flushed_after_write = false;
+                draft.passed_close = false;
                 if let Some(refusal) = self.check_draft(draft, Check::Write) {
                     draft.refusal = Some(refusal);
                     return Err(Errno(libc::EPERM));
@@ -937,6 +941,7 @@ impl Tree {
             if draft.refusal.is_some() || self.check_draft(draft, Check::Close).is_some() {
                 return Err(Errno(libc::EPERM));
             }
+            draft.passed_close = !draft.text.iter().all(u8::is_ascii_whitespace);
             if !draft.text.is_empty() {
                 draft.flushed_after_write = true;
             }
@@ -1049,6 +1054,7 @@ impl Tree {
             start_at: None,
             refusal: None,
             checked_len: 0,
+            passed_close: false,
             directives: Directives::default(),
             modified: now,
             touched: Instant::now(),
@@ -1106,6 +1112,7 @@ impl Tree {
                             return Err(Errno(libc::EFBIG));
                         }
                         draft.text.resize(size as usize, 0);
+                        draft.passed_close = false;
                         draft.modified = SystemTime::now();
                     }
                     draft.touched = Instant::now();
@@ -1137,7 +1144,10 @@ impl Tree {
             Some(refusal)
         } else if text.trim().is_empty() {
             Some(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
-        } else if let Some(refusal) = self.check_draft(draft, Check::Close) {
+        } else if let Some(refusal) = (!draft.passed_close)
+            .then(|| self.check_draft(draft, Check::Close))
+            .flatten()
+        {
             Some(refusal)
         } else {
             match parse_directives(&text) {
