@@ -104,7 +104,6 @@ pub struct Driver {
 /// The adapter plus the thread that answers its parked replies.
 pub struct Parts {
     pub driver: Driver,
-    pub lot: Arc<Lot>,
     pub waker: Waker,
 }
 
@@ -145,11 +144,7 @@ pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) ->
         .spawn(move || run_waker(thread_tree, thread_lot, receiver))
         .expect("the waker thread can be spawned at start-up");
     Parts {
-        driver: Driver {
-            tree,
-            lot: lot.clone(),
-        },
-        lot,
+        driver: Driver { tree, lot },
         waker: Waker {
             sender,
             thread: Some(thread),
