@@ -1,9 +1,8 @@
 //! The deny list on a real mount (SPEC 4): refusals as errno and files, ask and allow
 //! rules, hot reload, the audit log, and --init-settings.
 
-use crate::common::{wait_until, Mount, Options, BIN};
+use crate::common::{run_binary, succeeded, wait_until, Mount, Options};
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RULES: &str = r#"{
@@ -269,16 +268,8 @@ fn every_decision_is_audited_outside_the_tree() {
 fn init_settings_writes_a_default_list_and_never_overwrites() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("deep/dir/settings.json");
-    let out = Command::new(BIN)
-        .arg("--init-settings")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_binary(&[&"--init-settings", &path]);
+    succeeded(&out);
     let text = std::fs::read_to_string(&path).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let deny: Vec<String> = value["permissions"]["deny"]
@@ -308,11 +299,7 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
             "no rule for {needle}: {deny:?}"
         );
     }
-    let out = Command::new(BIN)
-        .arg("--init-settings")
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = run_binary(&[&"--init-settings", &path]);
     assert!(!out.status.success());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 

@@ -1,7 +1,8 @@
 //! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
 
 use crate::common::{
-    group_members, is_mounted, parked_read, process_alive, wait_until, Mount, Reaper, BIN,
+    group_members, is_mounted, parked_read, process_alive, run_binary, succeeded, wait_until,
+    Mount, Reaper, BIN,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -10,13 +11,7 @@ use std::time::{Duration, Instant};
 fn refuses_to_start_without_settings_and_says_how() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope/settings.json");
-    let out = Command::new(BIN)
-        .args(["--path"])
-        .arg(dir.path().join("mnt"))
-        .arg("--settings")
-        .arg(&missing)
-        .output()
-        .unwrap();
+    let out = run_binary(&[&"--path", &dir.path().join("mnt"), &"--settings", &missing]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
@@ -29,13 +24,7 @@ fn refuses_settings_that_are_not_a_json_object() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join("settings.json");
     std::fs::write(&settings, "[1, 2").unwrap();
-    let out = Command::new(BIN)
-        .arg("--path")
-        .arg(dir.path().join("mnt"))
-        .arg("--settings")
-        .arg(&settings)
-        .output()
-        .unwrap();
+    let out = run_binary(&[&"--path", &dir.path().join("mnt"), &"--settings", &settings]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
 }
@@ -47,7 +36,7 @@ fn bad_flag_values_name_the_flag_and_exit_2() {
         ("--max-output", "lots"),
         ("--wait-timeout", ""),
     ] {
-        let out = Command::new(BIN).args([flag, value]).output().unwrap();
+        let out = run_binary(&[&flag, &value]);
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains(flag),
@@ -125,17 +114,8 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
     let mut child = mount.take_child().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
-    let out = Command::new(BIN)
-        .arg("--unmount")
-        .arg("--path")
-        .arg(&mount.path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
+    succeeded(&out);
     assert!(!is_mounted(&mount.path));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("a crashed driver left running"), "{said}");
@@ -144,12 +124,7 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
         "{orphan} survived"
     );
     // And once more when nothing is mounted: still fine.
-    let out = Command::new(BIN)
-        .arg("--unmount")
-        .arg("--path")
-        .arg(&mount.path)
-        .output()
-        .unwrap();
+    let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing was mounted"));
 }
@@ -157,17 +132,8 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
 #[test]
 fn unmount_stops_a_live_driver() {
     let mut mount = Mount::start();
-    let out = Command::new(BIN)
-        .arg("--unmount")
-        .arg("--path")
-        .arg(&mount.path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
+    succeeded(&out);
     let status = mount
         .wait_exit(Duration::from_secs(20))
         .expect("driver exits when unmounted");
@@ -177,13 +143,7 @@ fn unmount_stops_a_live_driver() {
 #[test]
 fn a_second_driver_on_a_live_mount_is_refused() {
     let mount = Mount::start();
-    let out = Command::new(BIN)
-        .arg("--path")
-        .arg(&mount.path)
-        .arg("--settings")
-        .arg(&mount.settings)
-        .output()
-        .unwrap();
+    let out = run_binary(&[&"--path", &mount.path, &"--settings", &mount.settings]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already mounted"));
     assert!(mount.read("index.md").contains("terminalfs"));
@@ -283,11 +243,7 @@ fn daemon_mode_detaches_once_ready() {
         .env("XDG_STATE_HOME", dir.path().join("state"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     assert!(started.elapsed() < Duration::from_secs(20));
     // Ready means ready: the tree answers right away.
     assert!(std::fs::read_to_string(path.join("index.md"))

@@ -471,3 +471,22 @@ pub fn status_kib(pid: u32, key: &str) -> u64 {
         .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// Runs the terminalfs binary once, not as a mount (`--unmount`, `--init-settings`,
+/// a start that must fail), and returns what it printed and how it ended.
+pub fn run_binary(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    Command::new(BIN)
+        .args(args.iter().map(|arg| arg.as_ref()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("the terminalfs binary runs")
+}
+
+/// Asserts that a run of the binary succeeded, showing its stderr when it did not.
+pub fn succeeded(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
