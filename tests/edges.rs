@@ -118,6 +118,9 @@ fn a_decided_command_cannot_be_taken_back() {
 fn a_page_reads_whole_as_rendered_at_open() {
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/changing"), "sleep 1; exit 3").unwrap();
+    // The lookup waits for the writer's last close and starts the command, so the page
+    // below is rendered while it runs, however late that close arrives.
+    assert!(mount.p("cmd/changing").is_dir());
     let mut page = std::fs::File::open(mount.p("cmd/index.md")).unwrap();
     assert_eq!(mount.wait("changing"), "error    \n");
     let mut text = String::new();

@@ -23,7 +23,8 @@ const DYNAMIC_BASE: u64 = 1 << 20;
 /// Inode numbers reserved per id: slot 0 is the draft file or the command directory.
 const SLOTS: u64 = 16;
 
-/// The files of a command directory, in listing order.
+/// A file of a command directory; its number is its inode offset. What each one is
+/// (name, mode, when it shows, how it reads) is its row in `slots::ROWS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Slot {
     Command = 1,
@@ -41,44 +42,21 @@ pub enum Slot {
 }
 
 impl Slot {
-    pub const ALL: [Slot; 12] = [
-        Slot::Command,
-        Slot::Status,
-        Slot::Pid,
-        Slot::Kill,
-        Slot::Exitcode,
-        Slot::Reason,
-        Slot::Stdout,
-        Slot::Stderr,
-        Slot::Output,
-        Slot::Follow,
-        Slot::Wait,
-        Slot::Result,
-    ];
+    /// Every slot, in listing order.
+    pub fn all() -> impl Iterator<Item = Slot> {
+        super::slots::ROWS.iter().map(|row| row.slot)
+    }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Slot::Command => "command",
-            Slot::Status => "status",
-            Slot::Pid => "pid",
-            Slot::Kill => "kill",
-            Slot::Exitcode => "exitcode",
-            Slot::Reason => "reason",
-            Slot::Stdout => "stdout",
-            Slot::Stderr => "stderr",
-            Slot::Output => "output",
-            Slot::Follow => "follow",
-            Slot::Wait => "wait",
-            Slot::Result => "result.json",
-        }
+        super::slots::row_of(self).name
     }
 
     pub fn from_name(name: &str) -> Option<Slot> {
-        Slot::ALL.into_iter().find(|slot| slot.name() == name)
+        Slot::all().find(|slot| slot.name() == name)
     }
 
     fn from_number(number: u64) -> Option<Slot> {
-        Slot::ALL.into_iter().find(|slot| *slot as u64 == number)
+        Slot::all().find(|slot| *slot as u64 == number)
     }
 
     pub fn bit(self) -> u16 {
@@ -169,7 +147,7 @@ mod tests {
     #[test]
     fn inode_numbers_round_trip() {
         assert_eq!(decode(entry_ino(7)), Some(Dynamic::Entry(7)));
-        for slot in Slot::ALL {
+        for slot in Slot::all() {
             assert_eq!(decode(file_ino(7, slot)), Some(Dynamic::File(7, slot)));
             assert_eq!(Slot::from_name(slot.name()), Some(slot));
         }

@@ -1,0 +1,362 @@
+//! Open handles and what they read: open, read, write, close, directory listings,
+//! and the view inodes a lookup makes once a stream has dropped bytes.
+
+use super::fixed;
+use super::names::{self, Slot};
+use super::pages;
+use super::slots::{self, How};
+use super::state::{Body, Entry, Node, Run, State, ViewEntry};
+use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read};
+use super::Tree;
+use crate::supervisor::ring::View;
+use crate::supervisor::Stream;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// A view's attributes; ENOENT once its command (and every handle on it) is gone.
+pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
+    let job = view.job.upgrade().ok_or(Errno(libc::ENOENT))?;
+    let slot = match view.stream {
+        Stream::Stdout => Slot::Stdout,
+        Stream::Stderr => Slot::Stderr,
+        Stream::Output => Slot::Output,
+    };
+    let size = job.view_size(view.stream, &view.view);
+    let mtime = job.snapshot().finished_at.unwrap_or(view.created);
+    Ok(Attr::new(
+        names::file_ino(id, slot),
+        Kind::File,
+        size,
+        0o400,
+        mtime,
+    ))
+}
+
+fn slice_at(bytes: &[u8], offset: u64, size: usize) -> Vec<u8> {
+    let start = (offset as usize).min(bytes.len());
+    let end = start.saturating_add(size).min(bytes.len());
+    bytes[start..end].to_vec()
+}
+
+fn opened(fh: u64, direct_io: bool) -> Opened {
+    Opened { fh, direct_io }
+}
+
+impl Tree {
+    /// The inode a lookup of a stream file gets: the command's own while nothing was
+    /// dropped, else a view made now (or the newest one, if nothing was dropped since).
+    pub(super) fn stream_lookup(&self, state: &mut State, id: u64, slot: Slot) -> Option<Attr> {
+        let command = state.command(id)?;
+        let Run::Job(job) = &command.run else {
+            return None;
+        };
+        let stream = slots::stream_of(slot)?;
+        let fresh = job.fresh_view(stream);
+        if fresh.base == 0 {
+            return None;
+        }
+        let reuse = command.views.get(&slot).copied().filter(
+            |view_id| matches!(state.entries.get(view_id), Some(Entry::View(v)) if v.view == fresh),
+        );
+        let view_id = match reuse {
+            Some(view_id) => view_id,
+            None => {
+                let job = job.clone();
+                let view_id = state.take_id();
+                state.entries.insert(
+                    view_id,
+                    Entry::View(ViewEntry {
+                        command: id,
+                        job: Arc::downgrade(&job),
+                        stream,
+                        view: fresh,
+                        lookups: 0,
+                        created: SystemTime::now(),
+                    }),
+                );
+                if let Some(command) = state.command_mut(id) {
+                    command.views.insert(slot, view_id);
+                }
+                view_id
+            }
+        };
+        match state.entries.get_mut(&view_id) {
+            Some(Entry::View(view)) => {
+                view.lookups += 1;
+                view_attr(view_id, view).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// The kernel dropped `count` references to an inode; view inodes go at zero.
+    pub fn forget(&self, ino: u64, count: u64) {
+        let mut state = self.state.lock();
+        let Some(names::Dynamic::File(id, _)) = names::decode(ino) else {
+            return;
+        };
+        if let Some(Entry::View(view)) = state.entries.get_mut(&id) {
+            view.lookups = view.lookups.saturating_sub(count);
+            if view.lookups == 0 {
+                state.entries.remove(&id);
+            }
+        }
+    }
+
+    // ----- listing ------------------------------------------------------------------
+
+    /// Opens a directory: the listing is taken now (starting every decided command
+    /// first when the directory is `cmd/`) and served from the handle.
+    pub fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let mut state = self.state.lock();
+        if ino == names::CMD {
+            self.start_all_decided(&mut state);
+        }
+        let mut listing = vec![
+            (ino, Kind::Dir, ".".to_string()),
+            (fixed::parent_of(ino), Kind::Dir, "..".to_string()),
+        ];
+        match state.resolve(ino) {
+            Ok(Node::Dir(_, children)) => {
+                for (name, child, kind) in children {
+                    listing.push((*child, *kind, name.to_string()));
+                }
+                let dynamic = match ino {
+                    names::CTL => Some((&state.ctl, Kind::File)),
+                    names::CMD => Some((&state.cmd, Kind::Dir)),
+                    _ => None,
+                };
+                if let Some((map, kind)) = dynamic {
+                    for (name, id) in map {
+                        listing.push((names::entry_ino(*id), kind, name.clone()));
+                    }
+                }
+            }
+            Ok(Node::CommandDir(id, command)) => {
+                listing[1].0 = names::CMD;
+                for slot in slots::visible_slots(command) {
+                    listing.push((
+                        names::file_ino(id, slot),
+                        Kind::File,
+                        slot.name().to_string(),
+                    ));
+                }
+            }
+            _ if matches!(names::decode(ino), Some(names::Dynamic::Entry(_))) => {
+                return Err(Errno(libc::ENOENT))
+            }
+            _ => return Err(Errno(libc::ENOTDIR)),
+        }
+        Ok(state.add_handle(None, Body::Listing(listing)))
+    }
+
+    /// Entries of an open directory from `offset` on.
+    pub fn readdir(&self, fh: u64, offset: u64) -> FsResult<Vec<(u64, Kind, String)>> {
+        let state = self.state.lock();
+        match state.handles.get(&fh).map(|h| &h.body) {
+            Some(Body::Listing(listing)) => {
+                Ok(listing.iter().skip(offset as usize).cloned().collect())
+            }
+            _ => Err(Errno(libc::EBADF)),
+        }
+    }
+
+    pub fn releasedir(&self, fh: u64) {
+        self.state.lock().handles.remove(&fh);
+    }
+
+    // ----- open, read, write, close -------------------------------------------------
+
+    pub fn open(&self, ino: u64, mode: OpenMode) -> FsResult<Opened> {
+        let OpenMode { write, append } = mode;
+        let mut state = self.state.lock();
+        if ino == names::CMD_INDEX {
+            self.start_all_decided(&mut state);
+        }
+        let missing = Errno(libc::ENOENT);
+        let (owner, body, direct_io) = match state.resolve(ino)? {
+            Node::Dir(..) | Node::CommandDir(..) => return Err(Errno(libc::EISDIR)),
+            Node::Page(ino) => {
+                if write {
+                    return Err(Errno(libc::EACCES));
+                }
+                let page = self.render_page(&state, ino);
+                return Ok(opened(state.add_handle(None, Body::Fixed(page)), false));
+            }
+            Node::Draft(id, draft) => {
+                if write {
+                    if draft.start_at.is_some() || draft.refusal.is_some() || draft.writers > 0 {
+                        return Err(Errno(libc::EEXIST));
+                    }
+                    let draft = state.draft_mut(id).ok_or(missing)?;
+                    draft.writers += 1;
+                    draft.touched = std::time::Instant::now();
+                }
+                (id, Body::Draft { write, append }, true)
+            }
+            Node::View(_, view) => {
+                if write {
+                    return Err(Errno(libc::EACCES));
+                }
+                let body = Body::Growing {
+                    job: view.job.upgrade().ok_or(missing)?,
+                    stream: view.stream,
+                    view: view.view.clone(),
+                };
+                (view.command, body, true)
+            }
+            Node::CommandFile(id, command, slot) => {
+                if !slots::visible_slots(command).contains(&slot) {
+                    return Err(missing);
+                }
+                let row = slots::row_of(slot);
+                if write != matches!(row.how, How::Kill) {
+                    return Err(Errno(libc::EACCES));
+                }
+                let body = match (&command.run, row.how) {
+                    (Run::Job(job), How::Stream(stream)) => Body::Growing {
+                        job: job.clone(),
+                        stream,
+                        view: View::whole(),
+                    },
+                    (Run::Job(job), How::Follow) => Body::Follow {
+                        job: job.clone(),
+                        stream: Stream::Output,
+                        view: job.fresh_view(Stream::Output),
+                    },
+                    (Run::Job(job), How::Wait) => Body::Wait { job: job.clone() },
+                    (Run::Job(job), How::Kill) => Body::Kill { job: job.clone() },
+                    _ => Body::Fixed(slots::render(command, slot).ok_or(missing)?),
+                };
+                (id, body, true)
+            }
+        };
+        Ok(opened(state.add_handle(Some(owner), body), direct_io))
+    }
+
+    /// `echo > cmd/<name>/kill` just after the command stopped finds no `kill` and
+    /// creates one: that is a kill racing the end, which is not an error. The handle
+    /// writes to a job that has stopped, which does nothing.
+    pub(super) fn create_late_kill(
+        &self,
+        state: &mut State,
+        id: u64,
+        name: &[u8],
+    ) -> Option<(Attr, Opened)> {
+        let command = state.command(id)?;
+        let Run::Job(job) = &command.run else {
+            return None;
+        };
+        if name != Slot::Kill.name().as_bytes() || command.hidden & Slot::Kill.bit() != 0 {
+            return None;
+        }
+        let attr = slots::file_attr(id, command, Slot::Kill);
+        let body = Body::Kill { job: job.clone() };
+        let fh = state.add_handle(Some(id), body);
+        Some((attr, opened(fh, true)))
+    }
+
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
+        let state = self.state.lock();
+        let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
+        let size = size as usize;
+        // Output is copied without the tree lock, so a large read holds up nobody.
+        if let Body::Growing { job, stream, view } | Body::Follow { job, view, stream } =
+            &handle.body
+        {
+            let (job, stream, view, follow) = (
+                job.clone(),
+                *stream,
+                view.clone(),
+                matches!(handle.body, Body::Follow { .. }),
+            );
+            drop(state);
+            let (bytes, running) = job.read_view(stream, &view, offset, size);
+            if follow && bytes.is_empty() && running {
+                return Ok(Read::Pending { job: job.id() });
+            }
+            return Ok(Read::Data(bytes));
+        }
+        Ok(match &handle.body {
+            Body::Fixed(bytes) => Read::Data(slice_at(bytes, offset, size)),
+            Body::Draft { .. } => match handle.owner.and_then(|id| state.entries.get(&id)) {
+                Some(Entry::Draft(draft)) => Read::Data(slice_at(&draft.text, offset, size)),
+                _ => Read::Data(Vec::new()),
+            },
+            Body::Wait { job } => {
+                if offset >= 10 {
+                    return Ok(Read::Data(Vec::new()));
+                }
+                match job.outcome() {
+                    None => Read::Pending { job: job.id() },
+                    outcome => Read::Data(slice_at(pages::wait_answer(outcome), offset, size)),
+                }
+            }
+            Body::Growing { .. } | Body::Follow { .. } => unreachable!("answered above"),
+            Body::Kill { .. } | Body::Listing(_) => return Err(Errno(libc::EBADF)),
+        })
+    }
+
+    /// What a parked read answers once `--wait-timeout` has passed: `running  \n`
+    /// for `wait`, end-of-file for `follow`.
+    pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
+        let state = self.state.lock();
+        match state.handles.get(&fh).map(|h| &h.body) {
+            Some(Body::Wait { .. }) => slice_at(pages::wait_answer(None), offset, size as usize),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
+        let mut state = self.state.lock();
+        let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
+        match (&handle.body, handle.owner) {
+            (Body::Kill { job }, _) => {
+                let job = job.clone();
+                drop(state);
+                self.supervisor
+                    .kill(&job, "killed: a write to its kill file stopped it");
+                Ok(data.len() as u32)
+            }
+            (
+                Body::Draft {
+                    write: true,
+                    append,
+                },
+                Some(owner),
+            ) => {
+                let append = *append;
+                self.write_draft(&mut state, owner, append, offset, data)
+            }
+            _ => Err(Errno(libc::EBADF)),
+        }
+    }
+
+    /// The last close of a handle. For a draft's writer this decides the command.
+    pub fn release(&self, fh: u64) {
+        let mut state = self.state.lock();
+        let Some(handle) = state.handles.remove(&fh) else {
+            return;
+        };
+        let Some(owner) = handle.owner else {
+            return;
+        };
+        match state.entries.get_mut(&owner) {
+            Some(Entry::Draft(_)) => {
+                if let Body::Draft { write: true, .. } = handle.body {
+                    self.release_writer(&mut state, owner);
+                }
+            }
+            Some(Entry::Command(command)) => {
+                command.open = command.open.saturating_sub(1);
+                if command.open == 0 {
+                    command.idle_since = SystemTime::now();
+                    if !command.listed {
+                        state.entries.remove(&owner);
+                    }
+                }
+            }
+            Some(Entry::View(_)) | None => {}
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The files under `cmd/<name>/`, as rows of one table: name, mode, when the file
+//! shows, and how it is read or written. Adding a file is one [`Slot`] (its inode
+//! offset), one row here and, for a rendered file, its reader.
+
+use super::names::Slot;
+use super::pages;
+use super::state::{Command, Run};
+use super::types::{Attr, Kind};
+use crate::supervisor::ring::View;
+use crate::supervisor::{JobSnapshot, Phase, Stream};
+use std::time::SystemTime;
+
+/// When a file shows in its command's directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum When {
+    /// Always, for a denied command too.
+    Always,
+    /// A denied command, or a job with a reason (killed, timed out, failed to start).
+    Reason,
+    /// A job whose shell runs.
+    Running,
+    /// A job whose shell has stopped.
+    Stopped,
+    /// Every job; never for a denied command.
+    Job,
+}
+
+/// How a file is read or written.
+#[derive(Clone, Copy)]
+pub(super) enum How {
+    /// Bytes rendered at open by the reader; None when there is nothing to show.
+    Rendered(fn(&Facts) -> Option<Vec<u8>>),
+    /// A growing stream of the job's output.
+    Stream(Stream),
+    /// The interleaved output from now on, blocking at the end while the job runs.
+    Follow,
+    /// Blocks until the job stops, then a 10-byte answer.
+    Wait,
+    /// Written to stop the job.
+    Kill,
+}
+
+impl How {
+    /// `stdout`, `stderr` or `output`: a lookup may get a view inode.
+    pub fn is_stream(self) -> bool {
+        matches!(self, How::Stream(_))
+    }
+}
+
+pub(super) struct Row {
+    pub slot: Slot,
+    pub name: &'static str,
+    pub perm: u16,
+    pub when: When,
+    pub how: How,
+}
+
+/// The files of a command directory, in listing order.
+pub(super) const ROWS: [Row; 12] = [
+    row(
+        Slot::Command,
+        "command",
+        0o400,
+        When::Always,
+        How::Rendered(command),
+    ),
+    row(
+        Slot::Status,
+        "status",
+        0o400,
+        When::Always,
+        How::Rendered(status),
+    ),
+    row(Slot::Pid, "pid", 0o400, When::Running, How::Rendered(pid)),
+    row(Slot::Kill, "kill", 0o200, When::Running, How::Kill),
+    row(
+        Slot::Exitcode,
+        "exitcode",
+        0o400,
+        When::Stopped,
+        How::Rendered(exitcode),
+    ),
+    row(
+        Slot::Reason,
+        "reason",
+        0o400,
+        When::Reason,
+        How::Rendered(reason),
+    ),
+    row(
+        Slot::Stdout,
+        "stdout",
+        0o400,
+        When::Job,
+        How::Stream(Stream::Stdout),
+    ),
+    row(
+        Slot::Stderr,
+        "stderr",
+        0o400,
+        When::Job,
+        How::Stream(Stream::Stderr),
+    ),
+    row(
+        Slot::Output,
+        "output",
+        0o400,
+        When::Job,
+        How::Stream(Stream::Output),
+    ),
+    row(Slot::Follow, "follow", 0o400, When::Job, How::Follow),
+    row(Slot::Wait, "wait", 0o400, When::Job, How::Wait),
+    row(
+        Slot::Result,
+        "result.json",
+        0o400,
+        When::Job,
+        How::Rendered(result),
+    ),
+];
+
+const fn row(slot: Slot, name: &'static str, perm: u16, when: When, how: How) -> Row {
+    Row {
+        slot,
+        name,
+        perm,
+        when,
+        how,
+    }
+}
+
+/// The row of a slot.
+pub(super) fn row_of(slot: Slot) -> &'static Row {
+    ROWS.iter()
+        .find(|row| row.slot == slot)
+        .expect("every slot has a row")
+}
+
+/// What a reader of a rendered file sees of its command.
+pub(super) struct Facts<'a> {
+    pub name: &'a str,
+    pub text: &'a [u8],
+    pub run: &'a Run,
+    /// The job's state, taken once; None for a denied command.
+    pub snapshot: Option<JobSnapshot>,
+}
+
+impl Facts<'_> {
+    pub fn of(command: &Command) -> Facts<'_> {
+        Facts {
+            name: &command.name,
+            text: &command.text,
+            run: &command.run,
+            snapshot: match &command.run {
+                Run::Job(job) => Some(job.snapshot()),
+                Run::Denied { .. } => None,
+            },
+        }
+    }
+}
+
+fn line(text: impl std::fmt::Display) -> Option<Vec<u8>> {
+    Some(format!("{text}\n").into_bytes())
+}
+
+fn command(facts: &Facts) -> Option<Vec<u8>> {
+    Some(facts.text.to_vec())
+}
+
+fn status(facts: &Facts) -> Option<Vec<u8>> {
+    line(facts.run.status_word())
+}
+
+fn pid(facts: &Facts) -> Option<Vec<u8>> {
+    match facts.snapshot.as_ref()?.phase {
+        Phase::Running { pid } => line(pid),
+        Phase::Stopped(_) => None,
+    }
+}
+
+fn exitcode(facts: &Facts) -> Option<Vec<u8>> {
+    match &facts.snapshot.as_ref()?.phase {
+        Phase::Stopped(exit) => line(exit.code),
+        Phase::Running { .. } => None,
+    }
+}
+
+fn reason(facts: &Facts) -> Option<Vec<u8>> {
+    match facts.run {
+        Run::Denied { reason } => line(reason),
+        Run::Job(_) => facts.snapshot.as_ref()?.reason.as_ref().and_then(line),
+    }
+}
+
+fn result(facts: &Facts) -> Option<Vec<u8>> {
+    let snapshot = facts.snapshot.as_ref()?;
+    Some(pages::result_json(
+        facts.name,
+        facts.text,
+        snapshot,
+        facts.run.status_word(),
+    ))
+}
+
+/// Which files a command directory shows now.
+pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
+    let (denied, running, has_reason) = match &command.run {
+        Run::Denied { .. } => (true, false, true),
+        Run::Job(job) => {
+            let snapshot = job.snapshot();
+            (
+                false,
+                matches!(snapshot.phase, Phase::Running { .. }),
+                snapshot.reason.is_some(),
+            )
+        }
+    };
+    ROWS.iter()
+        .filter(|row| match row.when {
+            When::Always => true,
+            When::Reason => has_reason,
+            When::Running => !denied && running,
+            When::Stopped => !denied && !running,
+            When::Job => !denied,
+        })
+        .map(|row| row.slot)
+        .filter(|slot| command.hidden & slot.bit() == 0)
+        .collect()
+}
+
+/// The bytes of a rendered file; None when it does not exist now.
+pub(super) fn render(command: &Command, slot: Slot) -> Option<Vec<u8>> {
+    match row_of(slot).how {
+        How::Rendered(reader) => reader(&Facts::of(command)),
+        _ => None,
+    }
+}
+
+/// The stream a file shows, if it shows one.
+pub(super) fn stream_of(slot: Slot) -> Option<Stream> {
+    match row_of(slot).how {
+        How::Stream(stream) => Some(stream),
+        How::Follow => Some(Stream::Output),
+        _ => None,
+    }
+}
+
+/// Attributes of a file under `cmd/<name>/`, as its command's own inode shows it.
+pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
+    let ino = super::names::file_ino(id, slot);
+    let row = row_of(slot);
+    let (size, mtime) = match (row.how, &command.run) {
+        (How::Follow | How::Wait | How::Kill, _) => (0, command.created),
+        (How::Stream(stream), Run::Job(job)) => {
+            let size = job.view_size(stream, &View::whole());
+            let mtime = job.snapshot().finished_at.unwrap_or_else(SystemTime::now);
+            (size, mtime)
+        }
+        _ => (
+            render(command, slot).map_or(0, |b| b.len() as u64),
+            command.created,
+        ),
+    };
+    Attr::new(ino, Kind::File, size, row.perm, mtime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_slot_has_one_row_in_inode_order() {
+        for (index, row) in ROWS.iter().enumerate() {
+            assert_eq!(row.slot as usize, index + 1, "{}", row.name);
+            assert_eq!(row_of(row.slot).name, row.name);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! What the tree holds under its lock: drafts, commands, view inodes and open
+//! handles, and [`State::resolve`], the one place that says what an inode is.
+
+use super::fixed;
+use super::names::{self, Dynamic, Slot};
+use super::types::{Errno, FsResult, Kind};
+use crate::policy::Directives;
+use crate::supervisor::ring::View;
+use crate::supervisor::{Job, Stream};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+pub(super) struct Draft {
+    pub name: String,
+    pub text: Vec<u8>,
+    pub writers: u32,
+    /// A writer closed a descriptor after writing; the final RELEASE may follow.
+    pub flushed_after_write: bool,
+    /// Set when the command was decided; it starts at this instant.
+    pub start_at: Option<Instant>,
+    /// Set when a write was refused; the last close turns it into a denied command.
+    pub refusal: Option<Refusal>,
+    /// Length of the text at the last check on a write.
+    pub checked_len: usize,
+    /// The whole text passed the check at a close and has not changed since, so the
+    /// decision need not check it again.
+    pub passed_close: bool,
+    /// The `#terminalfs` lines, read when the command was decided.
+    pub directives: Directives,
+    pub modified: SystemTime,
+    pub touched: Instant,
+}
+
+/// Why a command will not run, and which rule said so (if one did).
+#[derive(Clone)]
+pub(super) struct Refusal {
+    pub rule: Option<String>,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn plain(reason: String) -> Refusal {
+        Refusal { rule: None, reason }
+    }
+}
+
+pub(super) enum Run {
+    Denied { reason: String },
+    Job(Arc<Job>),
+}
+
+impl Run {
+    /// The word `status` shows.
+    pub fn status_word(&self) -> &'static str {
+        match self {
+            Run::Denied { .. } => "denied",
+            Run::Job(job) => match job.outcome() {
+                None => "running",
+                Some(true) => "completed",
+                Some(false) => "error",
+            },
+        }
+    }
+}
+
+pub(super) struct Command {
+    pub name: String,
+    pub text: Arc<[u8]>,
+    pub run: Run,
+    pub created: SystemTime,
+    /// Open handles on any of its files.
+    pub open: u32,
+    /// When the last handle closed (or when it was made).
+    pub idle_since: SystemTime,
+    /// A single file was removed: it no longer expires on its own.
+    pub pinned: bool,
+    /// Files removed one by one.
+    pub hidden: u16,
+    /// Still listed under `cmd/` (false once removed, while readers finish).
+    pub listed: bool,
+    pub keep: Duration,
+    /// The newest view entry made for each stream file.
+    pub views: HashMap<Slot, u64>,
+}
+
+/// A fixed view of one output stream, made when a lookup found bytes dropped: its
+/// own inode, whose size only grows, so `tail -f` on a handle opened through it keeps
+/// following while a fresh lookup gets a fresh view (and notice).
+pub(super) struct ViewEntry {
+    pub command: u64,
+    /// Weak: a view the kernel has not forgotten yet must not keep an expired
+    /// command's output in memory; open handles hold their own reference.
+    pub job: Weak<Job>,
+    pub stream: Stream,
+    pub view: View,
+    /// Lookups the kernel has not forgotten yet.
+    pub lookups: u64,
+    pub created: SystemTime,
+}
+
+pub(super) enum Entry {
+    Draft(Draft),
+    Command(Command),
+    View(ViewEntry),
+}
+
+pub(super) enum Body {
+    /// Bytes rendered at open.
+    Fixed(Vec<u8>),
+    /// A writer (or reader) of a draft; `append` for O_APPEND.
+    Draft {
+        write: bool,
+        append: bool,
+    },
+    /// `stdout`, `stderr` or `output`.
+    Growing {
+        job: Arc<Job>,
+        stream: Stream,
+        view: View,
+    },
+    /// Always the `output` stream; the field keeps the shape of `Growing`.
+    Follow {
+        job: Arc<Job>,
+        stream: Stream,
+        view: View,
+    },
+    Wait {
+        job: Arc<Job>,
+    },
+    Kill {
+        job: Arc<Job>,
+    },
+    Listing(Vec<(u64, Kind, String)>),
+}
+
+pub(super) struct Handle {
+    /// The draft or command id this handle keeps alive, if any.
+    pub owner: Option<u64>,
+    pub body: Body,
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub next_id: u64,
+    pub next_fh: u64,
+    pub entries: HashMap<u64, Entry>,
+    pub ctl: BTreeMap<String, u64>,
+    pub cmd: BTreeMap<String, u64>,
+    pub handles: HashMap<u64, Handle>,
+}
+
+/// What an inode is, found by [`State::resolve`].
+pub(super) enum Node<'a> {
+    /// A fixed directory and its fixed children.
+    Dir(u64, fixed::Children),
+    /// A fixed page, rendered when read.
+    Page(u64),
+    /// `ctl/<name>`.
+    Draft(u64, &'a Draft),
+    /// `cmd/<name>`.
+    CommandDir(u64, &'a Command),
+    /// A file under `cmd/<name>/` (whether it shows now is the slot table's call).
+    CommandFile(u64, &'a Command, Slot),
+    /// A fixed view of a stream, made by a lookup after bytes were dropped.
+    View(u64, &'a ViewEntry),
+}
+
+impl State {
+    pub fn new() -> State {
+        State {
+            next_id: 1,
+            next_fh: 1,
+            ..State::default()
+        }
+    }
+
+    /// What `ino` is now; ENOENT when it is nothing (any more).
+    pub fn resolve(&self, ino: u64) -> FsResult<Node<'_>> {
+        if let Some(children) = fixed::children(ino) {
+            return Ok(Node::Dir(ino, children));
+        }
+        if fixed::is_page(ino) {
+            return Ok(Node::Page(ino));
+        }
+        let missing = Errno(libc::ENOENT);
+        match names::decode(ino).ok_or(missing)? {
+            Dynamic::Entry(id) => match self.entries.get(&id).ok_or(missing)? {
+                Entry::Draft(draft) => Ok(Node::Draft(id, draft)),
+                Entry::Command(command) => Ok(Node::CommandDir(id, command)),
+                // A view's inodes are its files'; its entry inode is never handed out.
+                Entry::View(_) => Err(missing),
+            },
+            Dynamic::File(id, slot) => match self.entries.get(&id).ok_or(missing)? {
+                Entry::Command(command) => Ok(Node::CommandFile(id, command, slot)),
+                Entry::View(view) => Ok(Node::View(id, view)),
+                Entry::Draft(_) => Err(missing),
+            },
+        }
+    }
+
+    pub fn take_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    pub fn draft_mut(&mut self, id: u64) -> Option<&mut Draft> {
+        match self.entries.get_mut(&id) {
+            Some(Entry::Draft(draft)) => Some(draft),
+            _ => None,
+        }
+    }
+
+    pub fn command(&self, id: u64) -> Option<&Command> {
+        match self.entries.get(&id) {
+            Some(Entry::Command(command)) => Some(command),
+            _ => None,
+        }
+    }
+
+    pub fn command_mut(&mut self, id: u64) -> Option<&mut Command> {
+        match self.entries.get_mut(&id) {
+            Some(Entry::Command(command)) => Some(command),
+            _ => None,
+        }
+    }
+
+    /// Opens a handle; one owned by a command keeps it (and its output) alive.
+    pub fn add_handle(&mut self, owner: Option<u64>, body: Body) -> u64 {
+        let fh = self.next_fh;
+        self.next_fh += 1;
+        if let Some(command) = owner.and_then(|id| self.command_mut(id)) {
+            command.open += 1;
+        }
+        self.handles.insert(fh, Handle { owner, body });
+        fh
+    }
+}

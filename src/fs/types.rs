@@ -1,0 +1,95 @@
+//! The values the tree answers with: attributes, errno values, what an open asks for
+//! and what a read or lookup gives back.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+/// An errno for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Errno(pub i32);
+
+pub type FsResult<T> = Result<T, Errno>;
+
+/// Largest command text accepted.
+pub const MAX_COMMAND: usize = 1 << 20;
+/// Block size advertised for growing files, so `cat` reads in large chunks.
+pub const GROWING_BLKSIZE: u32 = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+}
+
+/// Attributes of one inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+    pub perm: u16,
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+    pub blksize: u32,
+}
+
+impl Attr {
+    pub(super) fn new(ino: u64, kind: Kind, size: u64, perm: u16, mtime: SystemTime) -> Attr {
+        Attr {
+            ino,
+            kind,
+            size,
+            perm,
+            mtime,
+            ctime: mtime,
+            blksize: if kind == Kind::File {
+                GROWING_BLKSIZE
+            } else {
+                4096
+            },
+        }
+    }
+}
+
+/// What an open asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenMode {
+    pub write: bool,
+    /// O_APPEND: every write goes to the end.
+    pub append: bool,
+}
+
+/// How the adapter should open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    pub fh: u64,
+    /// Bypass the page cache: growing and blocking files, whose size changes.
+    pub direct_io: bool,
+}
+
+pub enum Read {
+    Data(Vec<u8>),
+    /// Nothing to say yet; ask again when job `job` has news.
+    Pending {
+        job: u64,
+    },
+}
+
+pub enum Lookup {
+    Found(Attr),
+    /// A writer of `ctl/<name>` has closed but its last close is still on its way;
+    /// ask again after the next release.
+    Later,
+}
+
+/// Settings the tree needs, fixed at start.
+#[derive(Debug, Clone)]
+pub struct TreeConfig {
+    pub mount: Option<PathBuf>,
+    pub settle: Duration,
+    pub keep: Duration,
+    pub wait_timeout: Duration,
+    pub timeout: Option<Duration>,
+    pub uid: u32,
+    pub gid: u32,
+}
