@@ -347,4 +347,6 @@ fn first_match<'r>(rules: &'r [Rule], candidates: &[String]) -> Option<&'r Rule>
 }
 
 #[cfg(test)]
+mod samples;
+#[cfg(test)]
 mod tests;

@@ -1,12 +1,13 @@
 //! Tests of the policy as a whole: a table of commands refused or allowed under the default
 //! settings, a custom rule set and an allowlist; fuzzing of the splitter with a small
-//! deterministic generator; time bounds on large inputs; and settings reload.
+//! deterministic generator; large and pathological inputs; and settings reload.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::samples::{pathological_inputs, random_text, Rng};
 use super::splitter::{simple_commands, split};
 use super::*;
 
@@ -204,6 +205,11 @@ const DEFAULT_REFUSED: &[&str] = &[
     "echo $((sudo ls) )",
     "echo ${x:-$(sudo ls)}",
     "arr=(a $(sudo ls) c)",
+    // Quoting inside groups: a comment in an array, single quotes in `"${..}"`.
+    "x=( a # it's\n b )\nsudo ls",
+    "echo \"${x#'}'}\"; sudo ls",
+    "echo \"${x%'}'}\"; sudo ls",
+    "echo \"${x/'}'/}\"; sudo ls",
     // Heredocs: an unquoted body is expanded; the line holding `<<` goes on.
     "cat <<EOF\n$(sudo ls)\nEOF",
     "cat <<EOF && sudo ls\nbody\nEOF",
@@ -560,116 +566,6 @@ fn heredocs_are_data() {
     assert_eq!(simple_commands("cat <<EOF\nsudo x"), vec!["cat"]);
 }
 
-/// xorshift64*: a small deterministic generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-const PIECES: &[&[u8]] = &[
-    b"'",
-    b"\"",
-    b"(",
-    b")",
-    b"$",
-    b"$(",
-    b"`",
-    b"\\",
-    b";",
-    b"|",
-    b"&",
-    b"&&",
-    b"||",
-    b"\n",
-    b" ",
-    b"\t",
-    b"if",
-    b"then",
-    b"elif",
-    b"else",
-    b"fi",
-    b"case",
-    b"esac",
-    b"in",
-    b";;",
-    b";&",
-    b"for",
-    b"do",
-    b"done",
-    b"while",
-    b"until",
-    b"{",
-    b"}",
-    b"<<",
-    b"<<-",
-    b"<<<",
-    b"EOF",
-    b"<(",
-    b">(",
-    b">",
-    b"<",
-    b"2>&1",
-    b"&>",
-    b"#",
-    b"=",
-    b"X=",
-    b"sudo",
-    b"sh -c",
-    b"bash",
-    b"env",
-    b"nohup",
-    b"timeout",
-    b"xargs",
-    b"-c",
-    b"$'",
-    b"\\x",
-    b"\\u",
-    b"\\0",
-    b"${",
-    b"$((",
-    b"((",
-    b"))",
-    b"[[",
-    b"]]",
-    b"*",
-    b"a",
-    b"x y",
-    b"{a,b}",
-    b"$IFS",
-    b"function",
-    b"()",
-    b"eval",
-    b"find -exec",
-    b"\\;",
-    b"\r",
-    b"\xc3\xa9",
-    b"\xff",
-    b"\xfe",
-    b"\xc3",
-    b"\x00",
-    b"rm -rf /",
-    b"!",
-    b",",
-];
-
-fn random_text(rng: &mut Rng, pieces: usize) -> String {
-    let mut bytes = Vec::new();
-    for _ in 0..pieces {
-        bytes.extend_from_slice(PIECES[rng.below(PIECES.len())]);
-    }
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 #[test]
 fn fuzz_never_panics() {
     let f = default_fixture();
@@ -690,72 +586,28 @@ fn fuzz_never_panics() {
 }
 
 #[test]
-fn one_mebibyte_of_random_text_is_quick() {
+fn one_mebibyte_of_random_text_is_read() {
     let f = default_fixture();
     let mut rng = Rng(42);
     let mut text = String::new();
     while text.len() < 1 << 20 {
         text.push_str(&random_text(&mut rng, 1000));
     }
-    let started = Instant::now();
-    let commands = split(&text).commands;
+    assert!(!split(&text).commands.is_empty());
     let _ = f.policy.check(text.as_bytes());
-    let took = started.elapsed();
-    assert!(!commands.is_empty());
-    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
-/// Inputs built to defeat a naive parser: deep nesting, unclosed constructs, repeated
-/// re-parsing. Each is about 1 MiB and must be split in well under the bound.
-fn pathological_inputs() -> Vec<(&'static str, String)> {
-    let mebibyte = 1 << 20;
-    let repeat = |unit: &str| unit.repeat(mebibyte / unit.len());
-    vec![
-        ("command substitutions", repeat("$(")),
-        ("closed substitutions", repeat("$(a)")),
-        ("quoted substitutions", repeat("\"$(")),
-        ("arithmetic", repeat("$((")),
-        ("subshells", repeat("((")),
-        ("open parens", repeat("(")),
-        ("parameters", repeat("${")),
-        ("backticks", repeat("`")),
-        ("escaped backticks", repeat("`\\`\\\\\\`")),
-        ("process substitution", repeat("<(")),
-        ("quotes", repeat("'\"")),
-        ("sh -c", repeat("sh -c \"")),
-        ("sh -c nested", format!("{}x", repeat("sh -c '"))),
-        ("heredocs", repeat("<<E\n")),
-        ("braces", repeat("{a,")),
-        ("brace word", format!("{}}}", repeat("{,"))),
-        ("cases", repeat("case a in a) ")),
-        ("eval", repeat("eval ")),
-        ("wrappers", repeat("nohup ")),
-        ("find exec", repeat("find -exec ")),
-        ("words", repeat("a ")),
-        ("one word", repeat("a")),
-        ("newlines", repeat("\n")),
-        ("escapes", repeat("\\")),
-        ("ansi-c", repeat("$'\\x")),
-        (
-            "script",
-            repeat(
-                "echo \"$(date)\" && ls -la | grep -v '^d' > out.txt 2>&1; for f in *.rs; do \
-                 wc -l \"$f\"; done\nif [ -f x ]; then timeout 5 make test; fi\n",
-            ),
-        ),
-    ]
-}
-
+/// Every pathological input is split and checked without panicking; how fast is measured
+/// by `cargo bench --bench policy`, at 1 MiB each.
 #[test]
-fn pathological_inputs_are_quick_and_safe() {
+fn pathological_inputs_are_safe() {
     let f = default_fixture();
-    for (name, text) in pathological_inputs() {
-        let started = Instant::now();
-        let commands = split(&text);
-        let verdict = f.policy.check(text.as_bytes());
-        let took = started.elapsed();
-        assert!(took < Duration::from_secs(5), "{name}: took {took:?}");
-        drop((commands, verdict));
+    for (name, text) in pathological_inputs(256 << 10) {
+        let split = split(&text);
+        for command in &split.commands {
+            assert!(!command.forms.is_empty(), "{name}");
+        }
+        let _ = f.policy.check(text.as_bytes());
     }
 }
 
@@ -765,7 +617,7 @@ fn deep_nesting_fits_a_small_stack() {
     let handle = std::thread::Builder::new()
         .stack_size(512 << 10)
         .spawn(|| {
-            for (_, text) in pathological_inputs() {
+            for (_, text) in pathological_inputs(64 << 10) {
                 let text: String = text.chars().take(64 << 10).collect();
                 let _ = split(&text);
             }
@@ -827,7 +679,7 @@ fn text_too_deep_to_read_is_refused_with_a_reason() {
         panic!("refused");
     };
     assert_eq!(rule.as_deref(), Some("Bash(sudo:*)"));
-    for (_, text) in pathological_inputs()
+    for (_, text) in pathological_inputs(256 << 10)
         .into_iter()
         .filter(|(n, _)| *n == "script")
     {

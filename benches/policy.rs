@@ -1,0 +1,82 @@
+//! Figures for the deny-list check: how long checking 1 MiB of pathological text takes
+//! under the default settings (target: under 100 ms each in a release build), against a
+//! baseline measured in the same run: one pass that only splits the same text at
+//! whitespace. Run with `cargo bench --bench policy`; it prints figures and ratios and
+//! asserts nothing about speed (a noisy machine would make that flaky).
+
+#[allow(dead_code)]
+#[path = "../src/policy/samples.rs"]
+mod samples;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use samples::{pathological_inputs, random_text, Rng};
+use terminalfs::policy::{default_settings_json, Policy};
+
+const TARGET: Duration = Duration::from_millis(100);
+const ROUNDS: usize = 5;
+
+/// The fastest of `ROUNDS` runs (the least disturbed by other work on the machine).
+fn fastest(mut run: impl FnMut()) -> Duration {
+    (0..ROUNDS)
+        .map(|_| {
+            let started = Instant::now();
+            run();
+            started.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("settings.json");
+    std::fs::write(&path, default_settings_json()).expect("write settings");
+    let policy = Policy::load(&path, false).expect("default settings load");
+
+    let mut inputs = pathological_inputs(1 << 20);
+    let mut rng = Rng(42);
+    let mut random = String::new();
+    while random.len() < 1 << 20 {
+        random.push_str(&random_text(&mut rng, 1000));
+    }
+    inputs.push(("random text", random));
+
+    println!("checking 1 MiB texts under the default settings (fastest of {ROUNDS} runs)");
+    println!(
+        "{:<24} {:>10} {:>12} {:>8}  verdict",
+        "input", "check ms", "baseline ms", "ratio"
+    );
+    let mut slowest = (Duration::ZERO, "");
+    for (name, text) in &inputs {
+        let baseline = fastest(|| {
+            black_box(text.split_ascii_whitespace().count());
+        });
+        let mut allowed = false;
+        let check = fastest(|| {
+            allowed = black_box(policy.check(text.as_bytes())).is_allowed();
+        });
+        if check > slowest.0 {
+            slowest = (check, name);
+        }
+        println!(
+            "{name:<24} {:>10.2} {:>12.3} {:>8.0}  {}",
+            ms(check),
+            ms(baseline),
+            check.as_secs_f64() / baseline.as_secs_f64().max(1e-9),
+            if allowed { "allowed" } else { "refused" }
+        );
+    }
+    println!(
+        "slowest: {} at {:.2} ms; target < {} ms: {}",
+        slowest.1,
+        ms(slowest.0),
+        TARGET.as_millis(),
+        if slowest.0 < TARGET { "met" } else { "NOT MET" }
+    );
+}

@@ -1,0 +1,153 @@
+//! Texts that stress the splitter: a small deterministic generator of random shell-like
+//! text and a set of pathological inputs. The unit tests use them to show the splitter
+//! never panics; `benches/policy.rs` uses the same texts to measure how fast it is.
+
+/// xorshift64*: a small deterministic generator, so failures reproduce.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+pub const PIECES: &[&[u8]] = &[
+    b"'",
+    b"\"",
+    b"(",
+    b")",
+    b"$",
+    b"$(",
+    b"`",
+    b"\\",
+    b";",
+    b"|",
+    b"&",
+    b"&&",
+    b"||",
+    b"\n",
+    b" ",
+    b"\t",
+    b"if",
+    b"then",
+    b"elif",
+    b"else",
+    b"fi",
+    b"case",
+    b"esac",
+    b"in",
+    b";;",
+    b";&",
+    b"for",
+    b"do",
+    b"done",
+    b"while",
+    b"until",
+    b"{",
+    b"}",
+    b"<<",
+    b"<<-",
+    b"<<<",
+    b"EOF",
+    b"<(",
+    b">(",
+    b">",
+    b"<",
+    b"2>&1",
+    b"&>",
+    b"#",
+    b"=",
+    b"X=",
+    b"sudo",
+    b"sh -c",
+    b"bash",
+    b"env",
+    b"nohup",
+    b"timeout",
+    b"xargs",
+    b"-c",
+    b"$'",
+    b"\\x",
+    b"\\u",
+    b"\\0",
+    b"${",
+    b"$((",
+    b"((",
+    b"))",
+    b"[[",
+    b"]]",
+    b"*",
+    b"a",
+    b"x y",
+    b"{a,b}",
+    b"$IFS",
+    b"function",
+    b"()",
+    b"eval",
+    b"find -exec",
+    b"\\;",
+    b"\r",
+    b"\xc3\xa9",
+    b"\xff",
+    b"\xfe",
+    b"\xc3",
+    b"\x00",
+    b"rm -rf /",
+    b"!",
+    b",",
+];
+
+pub fn random_text(rng: &mut Rng, pieces: usize) -> String {
+    let mut bytes = Vec::new();
+    for _ in 0..pieces {
+        bytes.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Inputs built to defeat a naive parser: deep nesting, unclosed constructs, repeated
+/// re-parsing. Each is about `size` bytes long.
+pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
+    let repeat = |unit: &str| unit.repeat(size / unit.len());
+    vec![
+        ("command substitutions", repeat("$(")),
+        ("closed substitutions", repeat("$(a)")),
+        ("quoted substitutions", repeat("\"$(")),
+        ("arithmetic", repeat("$((")),
+        ("subshells", repeat("((")),
+        ("open parens", repeat("(")),
+        ("parameters", repeat("${")),
+        ("backticks", repeat("`")),
+        ("escaped backticks", repeat("`\\`\\\\\\`")),
+        ("process substitution", repeat("<(")),
+        ("quotes", repeat("'\"")),
+        ("sh -c", repeat("sh -c \"")),
+        ("sh -c nested", format!("{}x", repeat("sh -c '"))),
+        ("heredocs", repeat("<<E\n")),
+        ("braces", repeat("{a,")),
+        ("brace word", format!("{}}}", repeat("{,"))),
+        ("cases", repeat("case a in a) ")),
+        ("eval", repeat("eval ")),
+        ("wrappers", repeat("nohup ")),
+        ("find exec", repeat("find -exec ")),
+        ("words", repeat("a ")),
+        ("one word", repeat("a")),
+        ("newlines", repeat("\n")),
+        ("escapes", repeat("\\")),
+        ("ansi-c", repeat("$'\\x")),
+        (
+            "script",
+            repeat(
+                "echo \"$(date)\" && ls -la | grep -v '^d' > out.txt 2>&1; for f in *.rs; do \
+                 wc -l \"$f\"; done\nif [ -f x ]; then timeout 5 make test; fi\n",
+            ),
+        ),
+    ]
+}

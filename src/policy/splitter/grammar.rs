@@ -1,0 +1,390 @@
+//! The grammar: command lists, separators, compound commands and their reserved words,
+//! redirections and heredoc operators, and the words of each simple command handed on to
+//! be expanded and emitted.
+
+use super::expand::expand_braces;
+use super::lexer::Heredoc;
+use super::scan::Arithmetic;
+use super::{emit_texts, is_fd_prefix, literal_word, Context, Parser, Word};
+
+/// Where a command list ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Until {
+    /// At the end of the input.
+    End,
+    /// At the `)` closing a `$(`, `<(` or `>(`.
+    Paren,
+}
+
+/// What the words being read mean, which depends on the compound command around them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Words of a simple command.
+    Command,
+    /// After `for`/`select`: the variable and word list, up to a separator or `do`.
+    ForHeader,
+    /// After `case`: the subject word, up to `in`.
+    CaseSubject,
+    /// A `case` pattern list, up to its `)`.
+    CasePattern,
+    /// After `function`: the function's name.
+    FunctionName,
+    /// Inside `[[ ... ]]`, where operators are words.
+    Conditional,
+}
+
+/// The state of one command list being read.
+struct ListState {
+    words: Vec<Word>,
+    mode: Mode,
+    /// Open `case` commands whose `esac` has not been seen.
+    cases: usize,
+    /// Open subshell parentheses.
+    parens: usize,
+}
+
+impl<'s> Parser<'s> {
+    /// Reads a command list up to `until`, emitting each simple command.
+    pub(super) fn parse_list(&mut self, cx: &mut Context, until: Until) {
+        let mut st = ListState {
+            words: Vec::new(),
+            mode: Mode::Command,
+            cases: 0,
+            parens: 0,
+        };
+        loop {
+            self.skip_blanks();
+            let Some(byte) = self.peek() else {
+                self.finish(cx, &mut st);
+                return;
+            };
+            let before = self.pos;
+            match byte {
+                b'#' => self.skip_comment(),
+                b'\n' => {
+                    self.advance(1);
+                    match st.mode {
+                        Mode::Conditional | Mode::CaseSubject | Mode::CasePattern => {}
+                        Mode::ForHeader | Mode::FunctionName => st.mode = Mode::Command,
+                        Mode::Command => self.finish(cx, &mut st),
+                    }
+                    self.read_heredocs(cx);
+                }
+                b';' => {
+                    if self.peek_at(1) == Some(b';') {
+                        self.advance(2);
+                        if self.peek() == Some(b'&') {
+                            self.advance(1);
+                        }
+                        self.end_case_item(cx, &mut st);
+                    } else if self.peek_at(1) == Some(b'&') {
+                        self.advance(2);
+                        self.end_case_item(cx, &mut st);
+                    } else {
+                        self.advance(1);
+                        self.separator(cx, &mut st);
+                    }
+                }
+                b'&' => match self.peek_at(1) {
+                    Some(b'&') => {
+                        self.advance(2);
+                        self.operator(cx, &mut st, "&&");
+                    }
+                    Some(b'>') => {
+                        self.advance(2);
+                        if self.peek() == Some(b'>') {
+                            self.advance(1);
+                        }
+                        self.redirect_target(cx);
+                    }
+                    _ => {
+                        self.advance(1);
+                        self.separator(cx, &mut st);
+                    }
+                },
+                b'|' => match self.peek_at(1) {
+                    Some(b'|') => {
+                        self.advance(2);
+                        self.operator(cx, &mut st, "||");
+                    }
+                    Some(b'&') => {
+                        self.advance(2);
+                        self.separator(cx, &mut st);
+                    }
+                    _ => {
+                        self.advance(1);
+                        match st.mode {
+                            Mode::CasePattern => {}
+                            _ => self.operator(cx, &mut st, "|"),
+                        }
+                    }
+                },
+                b'(' => self.open_paren(cx, &mut st),
+                b')' => {
+                    self.advance(1);
+                    match st.mode {
+                        Mode::Conditional => st.words.push(literal_word(")")),
+                        Mode::CasePattern => st.mode = Mode::Command,
+                        _ => {
+                            self.finish(cx, &mut st);
+                            st.mode = Mode::Command;
+                            if st.parens > 0 {
+                                st.parens -= 1;
+                            } else if until == Until::Paren {
+                                return;
+                            }
+                        }
+                    }
+                }
+                b'<' | b'>' if self.peek_at(1) != Some(b'(') => {
+                    if st.mode == Mode::Conditional {
+                        self.advance(1);
+                        st.words
+                            .push(literal_word(if byte == b'<' { "<" } else { ">" }));
+                    } else {
+                        self.redirect(cx);
+                    }
+                }
+                _ => {
+                    let word = self.lex_word(cx);
+                    let redirect_follows =
+                        matches!(self.peek(), Some(b'<' | b'>')) && self.peek_at(1) != Some(b'(');
+                    if !(redirect_follows && is_fd_prefix(&word)) {
+                        self.word(&mut st, word);
+                    }
+                }
+            }
+            if self.pos == before {
+                // Every branch consumes input; this guard keeps a missed case from looping.
+                self.advance(1);
+            }
+        }
+    }
+
+    /// Handles `(`: a subshell, a function definition's `()`, or an arithmetic command.
+    fn open_paren(&mut self, cx: &mut Context, st: &mut ListState) {
+        match st.mode {
+            Mode::Conditional => {
+                self.advance(1);
+                st.words.push(literal_word("("));
+                return;
+            }
+            Mode::CasePattern | Mode::CaseSubject | Mode::FunctionName => {
+                self.advance(1);
+                return;
+            }
+            Mode::ForHeader | Mode::Command => {}
+        }
+        if self.peek_at(1) == Some(b'(') && st.words.is_empty() && cx.budget > 0 {
+            // `(( expr ))` or `for (( ; ; ))`; when it is not closed by `))` it was nested
+            // subshells after all, read again below. The budget pays for the second reading.
+            let start = self.pos;
+            self.advance(2);
+            if self.arithmetic(cx) != Arithmetic::Mismatched {
+                return;
+            }
+            cx.budget = cx.budget.saturating_sub(self.pos - start);
+            self.pos = start;
+        }
+        self.advance(1);
+        if st.mode == Mode::Command && !st.words.is_empty() {
+            self.skip_blanks();
+            if self.peek() == Some(b')') {
+                // `name () body`: a function definition, not a command.
+                self.advance(1);
+                st.words.clear();
+                return;
+            }
+            self.finish(cx, st);
+        }
+        st.mode = Mode::Command;
+        st.parens += 1;
+    }
+
+    /// `&&`, `||` or `|`: an operator word inside `[[ ]]`, a separator elsewhere.
+    fn operator(&mut self, cx: &mut Context, st: &mut ListState, text: &str) {
+        if st.mode == Mode::Conditional {
+            st.words.push(literal_word(text));
+        } else {
+            self.separator(cx, st);
+        }
+    }
+
+    /// Ends the current simple command at `;`, `&` or a pipe.
+    fn separator(&mut self, cx: &mut Context, st: &mut ListState) {
+        match st.mode {
+            Mode::CasePattern => {}
+            _ => {
+                self.finish(cx, st);
+                st.mode = Mode::Command;
+            }
+        }
+    }
+
+    /// `;;`, `;&` or `;;&`: the end of a case item; a pattern list follows.
+    fn end_case_item(&mut self, cx: &mut Context, st: &mut ListState) {
+        self.finish(cx, st);
+        st.mode = if st.cases > 0 {
+            Mode::CasePattern
+        } else {
+            Mode::Command
+        };
+    }
+
+    /// Files a word according to the mode and to the reserved words.
+    fn word(&mut self, st: &mut ListState, word: Word) {
+        match st.mode {
+            Mode::Command => {
+                if st.words.is_empty() && word.plain() {
+                    match word.text.as_slice() {
+                        b"if" | b"then" | b"elif" | b"else" | b"fi" | b"do" | b"done"
+                        | b"while" | b"until" | b"{" | b"}" | b"!" | b"coproc" => return,
+                        b"esac" => {
+                            st.cases = st.cases.saturating_sub(1);
+                            return;
+                        }
+                        b"for" | b"select" => {
+                            st.mode = Mode::ForHeader;
+                            return;
+                        }
+                        b"case" => {
+                            st.mode = Mode::CaseSubject;
+                            return;
+                        }
+                        b"function" => {
+                            st.mode = Mode::FunctionName;
+                            return;
+                        }
+                        b"[[" => st.mode = Mode::Conditional,
+                        _ => {}
+                    }
+                }
+                st.words.push(word);
+            }
+            Mode::ForHeader => {
+                if word.is("do") {
+                    st.mode = Mode::Command;
+                }
+            }
+            Mode::CaseSubject => {
+                if word.is("in") {
+                    st.cases += 1;
+                    st.mode = Mode::CasePattern;
+                }
+            }
+            Mode::CasePattern => {
+                if word.is("esac") {
+                    st.cases = st.cases.saturating_sub(1);
+                    st.mode = Mode::Command;
+                }
+            }
+            Mode::FunctionName => st.mode = Mode::Command,
+            Mode::Conditional => {
+                let end = word.is("]]");
+                st.words.push(word);
+                if end {
+                    st.mode = Mode::Command;
+                }
+            }
+        }
+    }
+
+    /// Emits the words gathered so far as a simple command.
+    fn finish(&mut self, cx: &mut Context, st: &mut ListState) {
+        if st.words.is_empty() {
+            return;
+        }
+        let words = std::mem::take(&mut st.words);
+        self.emit_words(cx, words);
+    }
+
+    /// Reads a redirection operator at `<` or `>` and drops it with its target.
+    fn redirect(&mut self, cx: &mut Context) {
+        let first = self.peek();
+        self.advance(1);
+        if first == Some(b'<') {
+            match self.peek() {
+                Some(b'<') => {
+                    self.advance(1);
+                    match self.peek() {
+                        Some(b'<') => self.advance(1),
+                        Some(b'-') => {
+                            self.advance(1);
+                            self.heredoc(cx, true);
+                            return;
+                        }
+                        _ => {
+                            self.heredoc(cx, false);
+                            return;
+                        }
+                    }
+                }
+                Some(b'&' | b'>') => self.advance(1),
+                _ => {}
+            }
+        } else if matches!(self.peek(), Some(b'>' | b'|' | b'&')) {
+            self.advance(1);
+        }
+        self.redirect_target(cx);
+    }
+
+    /// Reads (and drops) the word a redirection points at; expansions in it still count.
+    fn redirect_target(&mut self, cx: &mut Context) {
+        self.skip_blanks();
+        if self.starts_word() {
+            let _target = self.lex_word(cx);
+        }
+    }
+
+    /// Reads a heredoc's delimiter; the body is skipped at the next newline.
+    fn heredoc(&mut self, cx: &mut Context, strip_tabs: bool) {
+        self.skip_blanks();
+        if !self.starts_word() {
+            return;
+        }
+        let word = self.lex_word(cx);
+        self.heredocs.push(Heredoc {
+            delimiter: word.text,
+            strip_tabs,
+            expand: !word.quoted,
+        });
+    }
+
+    fn starts_word(&self) -> bool {
+        match self.peek() {
+            None => false,
+            Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')') => false,
+            Some(b'<' | b'>') => self.peek_at(1) == Some(b'('),
+            Some(_) => true,
+        }
+    }
+    /// `sh -c`, `eval` and `find -exec`, into further commands).
+    /// Turns the words of one simple command into a [`SimpleCommand`](super::SimpleCommand)
+    /// (and, through `sh -c`, `eval` and `find -exec`, into further commands).
+    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>) {
+        let words: Vec<Word> = words.into_iter().skip_while(|w| w.assignment).collect();
+        if words.is_empty() {
+            return;
+        }
+        let texts: Vec<String> = words
+            .iter()
+            .map(|w| String::from_utf8_lossy(&w.text).into_owned())
+            .collect();
+        if words.iter().any(|w| w.brace) {
+            let mut expanded = Vec::new();
+            for (word, text) in words.iter().zip(&texts) {
+                if word.brace {
+                    expanded.extend(expand_braces(text));
+                } else {
+                    expanded.push(text.clone());
+                }
+            }
+            if expanded != texts {
+                let written = texts.join(" ");
+                emit_texts(cx, expanded, self.depth, Some(written));
+                return;
+            }
+        }
+        emit_texts(cx, texts, self.depth, None);
+    }
+}

@@ -1,0 +1,428 @@
+//! Words: quote and backslash removal, `$` forms, backticks, `$'...'` escapes and
+//! heredoc bodies, read byte by byte.
+
+use super::scan::Arithmetic;
+use super::{crude, is_name, is_name_byte, sub_parse, Context, Parser, Word, MAX_DEPTH};
+
+/// The longest `${...}` kept as written in its word.
+const MAX_PARAMETER: usize = 256;
+
+/// A heredoc whose body starts after the next newline.
+pub(super) struct Heredoc {
+    pub delimiter: Vec<u8>,
+    pub strip_tabs: bool,
+    pub expand: bool,
+}
+
+/// What reading a `$` produced.
+pub(super) enum Dollar {
+    /// A plain `$` or a parameter kept as written.
+    Literal,
+    /// A substitution that was entered.
+    Expanded,
+    /// A quoted string (`$'...'`, `$"..."`).
+    Quoted,
+    /// An unquoted `$IFS`, which separates words.
+    Blank,
+}
+impl<'s> Parser<'s> {
+    /// Skips spaces, tabs and backslash-newline continuations.
+    pub(super) fn skip_blanks(&mut self) {
+        loop {
+            match self.peek() {
+                Some(b' ' | b'\t') => self.advance(1),
+                Some(b'\\') if self.peek_at(1) == Some(b'\n') => self.advance(2),
+                _ => return,
+            }
+        }
+    }
+
+    /// Skips a comment up to (not including) its newline.
+    pub(super) fn skip_comment(&mut self) {
+        match self.rest().iter().position(|&b| b == b'\n') {
+            Some(offset) => self.advance(offset),
+            None => self.pos = self.src.len(),
+        }
+    }
+
+    /// Skips the bodies of the heredocs started on the line just ended.
+    pub(super) fn read_heredocs(&mut self, cx: &mut Context) {
+        let pending = std::mem::take(&mut self.heredocs);
+        for heredoc in pending {
+            let body_start = self.pos;
+            let mut body_end = self.src.len();
+            while self.pos < self.src.len() {
+                let line_start = self.pos;
+                let line_end = match self.rest().iter().position(|&b| b == b'\n') {
+                    Some(offset) => line_start + offset,
+                    None => self.src.len(),
+                };
+                let line = &self.src[line_start..line_end];
+                let line = if heredoc.strip_tabs {
+                    let tabs = line.iter().take_while(|&&b| b == b'\t').count();
+                    &line[tabs..]
+                } else {
+                    line
+                };
+                self.pos = (line_end + 1).min(self.src.len());
+                if line == heredoc.delimiter.as_slice() {
+                    body_end = line_start;
+                    break;
+                }
+            }
+            let body = &self.src[body_start..body_end.max(body_start)];
+            if heredoc.expand && body.iter().any(|&b| b == b'$' || b == b'`') {
+                // An unquoted delimiter's body is expanded like a double-quoted string.
+                if self.depth + 1 >= MAX_DEPTH {
+                    crude(cx, body);
+                } else {
+                    let mut inner = Parser::new(body, self.depth + 1);
+                    let mut scratch = Vec::new();
+                    inner.double_quoted(cx, &mut scratch, true);
+                }
+            }
+        }
+    }
+
+    /// Reads one word, entering every expansion in it.
+    pub(super) fn lex_word(&mut self, cx: &mut Context) -> Word {
+        let mut word = Word::default();
+        while let Some(byte) = self.peek() {
+            match byte {
+                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' => break,
+                b'<' | b'>' => {
+                    if self.peek_at(1) != Some(b'(') {
+                        break;
+                    }
+                    // Process substitution.
+                    let start = self.pos;
+                    let placeholder: &[u8] = if byte == b'<' { b"<(...)" } else { b">(...)" };
+                    self.advance(2);
+                    self.command_substitution(cx);
+                    self.push_placeholder(&mut word.text, start, placeholder);
+                    word.expanded = true;
+                }
+                b'\\' => match self.peek_at(1) {
+                    Some(b'\n') => self.advance(2),
+                    Some(next) => {
+                        word.text.push(next);
+                        word.quoted = true;
+                        self.advance(2);
+                    }
+                    None => {
+                        word.text.push(b'\\');
+                        self.advance(1);
+                    }
+                },
+                b'\'' => {
+                    self.advance(1);
+                    self.single_quoted(&mut word.text);
+                    word.quoted = true;
+                }
+                b'"' => {
+                    self.advance(1);
+                    self.double_quoted(cx, &mut word.text, false);
+                    word.quoted = true;
+                }
+                b'$' => match self.dollar(cx, &mut word.text, false) {
+                    Dollar::Literal => {}
+                    Dollar::Expanded => word.expanded = true,
+                    Dollar::Quoted => word.quoted = true,
+                    Dollar::Blank => {
+                        if !word.text.is_empty() || word.quoted || word.expanded {
+                            break;
+                        }
+                    }
+                },
+                b'`' => {
+                    self.backtick(cx, &mut word.text, false);
+                    word.expanded = true;
+                }
+                b'=' => {
+                    let name = word.text.strip_suffix(b"+").unwrap_or(&word.text);
+                    // `NAME[subscript]=value` assigns to an array element.
+                    let name = match name.iter().position(|&b| b == b'[') {
+                        Some(open) if name.ends_with(b"]") => &name[..open],
+                        _ => name,
+                    };
+                    if !word.assignment && word.plain() && is_name(name) {
+                        word.assignment = true;
+                        word.text.push(b'=');
+                        self.advance(1);
+                        if self.peek() == Some(b'(') {
+                            // An array assignment: `NAME=(a b c)`.
+                            self.advance(1);
+                            self.array_elements(cx);
+                            word.text.extend_from_slice(b"(...)");
+                        }
+                    } else {
+                        word.text.push(b'=');
+                        self.advance(1);
+                    }
+                }
+                b'{' => {
+                    word.brace = true;
+                    word.text.push(b'{');
+                    self.advance(1);
+                }
+                other => {
+                    word.text.push(other);
+                    self.advance(1);
+                }
+            }
+        }
+        word
+    }
+
+    /// Stands a substitution that started at `start` in its word as `placeholder` (such as
+    /// `$(...)`), unless it was empty (`$()`, ``` `` ```), which expands to nothing. Its
+    /// commands are checked on their own; keeping only a placeholder keeps every spelling
+    /// short however deep the nesting.
+    pub(super) fn push_placeholder(&self, buf: &mut Vec<u8>, start: usize, placeholder: &[u8]) {
+        let raw = self.src.get(start..self.pos).unwrap_or(&[]);
+        // Only a short text can be empty; looking no further keeps deep nesting linear.
+        let empty = raw.len() <= 16 && raw.iter().all(|b| b" \t\n$()`<>".contains(b));
+        if !empty {
+            buf.extend_from_slice(placeholder);
+        }
+    }
+
+    /// Reads a single-quoted string after its opening quote.
+    pub(super) fn single_quoted(&mut self, buf: &mut Vec<u8>) {
+        match self.rest().iter().position(|&b| b == b'\'') {
+            Some(offset) => {
+                buf.extend_from_slice(&self.src[self.pos..self.pos + offset]);
+                self.advance(offset + 1);
+            }
+            None => {
+                buf.extend_from_slice(self.rest());
+                self.pos = self.src.len();
+            }
+        }
+    }
+
+    /// Reads a double-quoted string after its opening quote, or a heredoc body (which has no
+    /// closing quote) when `heredoc` is set, entering `$( )`, `${ }` and backticks.
+    pub(super) fn double_quoted(&mut self, cx: &mut Context, buf: &mut Vec<u8>, heredoc: bool) {
+        while let Some(byte) = self.peek() {
+            match byte {
+                b'"' if !heredoc => {
+                    self.advance(1);
+                    return;
+                }
+                b'\\' => match self.peek_at(1) {
+                    Some(b'\n') => self.advance(2),
+                    Some(next @ (b'$' | b'`' | b'\\')) => {
+                        buf.push(next);
+                        self.advance(2);
+                    }
+                    Some(b'"') if !heredoc => {
+                        buf.push(b'"');
+                        self.advance(2);
+                    }
+                    _ => {
+                        buf.push(b'\\');
+                        self.advance(1);
+                    }
+                },
+                b'$' => {
+                    self.dollar(cx, buf, true);
+                }
+                b'`' => self.backtick(cx, buf, true),
+                other => {
+                    buf.push(other);
+                    self.advance(1);
+                }
+            }
+        }
+    }
+
+    /// Reads what follows a `$`.
+    pub(super) fn dollar(
+        &mut self,
+        cx: &mut Context,
+        buf: &mut Vec<u8>,
+        in_quotes: bool,
+    ) -> Dollar {
+        let start = self.pos;
+        match self.peek_at(1) {
+            Some(b'(') => {
+                if self.peek_at(2) == Some(b'(') && cx.budget > 0 {
+                    self.advance(3);
+                    if self.arithmetic(cx) != Arithmetic::Mismatched {
+                        buf.extend_from_slice(b"$((...))");
+                        return Dollar::Expanded;
+                    }
+                    // Not arithmetic after all: `$( (subshell) )`.
+                    let scanned = self.pos.saturating_sub(start);
+                    if cx.budget < scanned {
+                        self.pos = start + 2;
+                        self.crude_group(cx, b'(', b')');
+                        buf.extend_from_slice(b"$(...)");
+                        return Dollar::Expanded;
+                    }
+                    cx.budget -= scanned;
+                    self.pos = start + 2;
+                } else {
+                    self.advance(2);
+                }
+                self.command_substitution(cx);
+                self.push_placeholder(buf, start, b"$(...)");
+                Dollar::Expanded
+            }
+            Some(b'{') => {
+                self.advance(2);
+                if !in_quotes && self.rest().starts_with(b"IFS}") {
+                    self.advance(4);
+                    return Dollar::Blank;
+                }
+                self.braced_parameter(cx, in_quotes);
+                // A plain `${HOME}` stays as written so rules can name it; anything holding
+                // an expansion of its own stands as `${...}`.
+                let raw = &self.src[start..self.pos];
+                if raw.len() <= MAX_PARAMETER && !raw[1..].iter().any(|b| b"$`".contains(b)) {
+                    buf.extend_from_slice(raw);
+                } else {
+                    buf.extend_from_slice(b"${...}");
+                }
+                Dollar::Expanded
+            }
+            Some(b'\'') if !in_quotes => {
+                self.advance(2);
+                self.ansi_c_quoted(buf);
+                Dollar::Quoted
+            }
+            Some(b'"') if !in_quotes => {
+                self.advance(2);
+                self.double_quoted(cx, buf, false);
+                Dollar::Quoted
+            }
+            Some(b'@' | b'*') => {
+                // Empty in a `-c` string with no arguments; dropping them means `s$@udo`
+                // still reads as `sudo`.
+                self.advance(2);
+                Dollar::Expanded
+            }
+            _ => {
+                let rest = self.src.get(start + 1..).unwrap_or(&[]);
+                if !in_quotes
+                    && rest.starts_with(b"IFS")
+                    && !rest.get(3).is_some_and(|&b| is_name_byte(b))
+                {
+                    self.advance(4);
+                    return Dollar::Blank;
+                }
+                buf.push(b'$');
+                self.advance(1);
+                Dollar::Literal
+            }
+        }
+    }
+
+    /// Reads a `$'...'` string after its opening `$'`, decoding its escapes.
+    pub(super) fn ansi_c_quoted(&mut self, buf: &mut Vec<u8>) {
+        while let Some(byte) = self.peek() {
+            self.advance(1);
+            match byte {
+                b'\'' => return,
+                b'\\' => {
+                    let Some(escaped) = self.peek() else {
+                        buf.push(b'\\');
+                        return;
+                    };
+                    self.advance(1);
+                    match escaped {
+                        b'n' => buf.push(b'\n'),
+                        b't' => buf.push(b'\t'),
+                        b'r' => buf.push(b'\r'),
+                        b'a' => buf.push(0x07),
+                        b'b' => buf.push(0x08),
+                        b'e' | b'E' => buf.push(0x1b),
+                        b'f' => buf.push(0x0c),
+                        b'v' => buf.push(0x0b),
+                        b'\\' | b'\'' | b'"' | b'?' => buf.push(escaped),
+                        b'x' => match self.radix_digits(16, 2) {
+                            Some(value) => buf.push(value as u8),
+                            None => buf.extend_from_slice(b"\\x"),
+                        },
+                        b'u' | b'U' => {
+                            let width = if escaped == b'u' { 4 } else { 8 };
+                            match self.radix_digits(16, width).and_then(char::from_u32) {
+                                Some(c) => {
+                                    let mut utf8 = [0u8; 4];
+                                    buf.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+                                }
+                                None => buf.extend_from_slice(&[b'\\', escaped]),
+                            }
+                        }
+                        b'0'..=b'7' => {
+                            self.pos -= 1;
+                            let value = self.radix_digits(8, 3).unwrap_or(0);
+                            buf.push((value & 0xff) as u8);
+                        }
+                        b'c' => {
+                            if let Some(control) = self.peek() {
+                                self.advance(1);
+                                buf.push(control & 0x1f);
+                            }
+                        }
+                        other => buf.extend_from_slice(&[b'\\', other]),
+                    }
+                }
+                other => buf.push(other),
+            }
+        }
+    }
+
+    /// Reads up to `max` digits in `radix`; None when there is none.
+    pub(super) fn radix_digits(&mut self, radix: u32, max: usize) -> Option<u32> {
+        let mut value: u32 = 0;
+        let mut count = 0;
+        while count < max {
+            let Some(digit) = self.peek().and_then(|b| (b as char).to_digit(radix)) else {
+                break;
+            };
+            value = value.saturating_mul(radix).saturating_add(digit);
+            self.advance(1);
+            count += 1;
+        }
+        (count > 0).then_some(value)
+    }
+
+    /// Reads a backtick substitution at its opening backtick and splits its body.
+    pub(super) fn backtick(&mut self, cx: &mut Context, buf: &mut Vec<u8>, in_quotes: bool) {
+        let start = self.pos;
+        self.advance(1);
+        let mut body = Vec::new();
+        while let Some(byte) = self.peek() {
+            match byte {
+                b'`' => {
+                    self.advance(1);
+                    break;
+                }
+                b'\\' => match self.peek_at(1) {
+                    Some(next @ (b'`' | b'\\' | b'$')) => {
+                        body.push(next);
+                        self.advance(2);
+                    }
+                    Some(b'"') if in_quotes => {
+                        body.push(b'"');
+                        self.advance(2);
+                    }
+                    _ => {
+                        body.push(b'\\');
+                        self.advance(1);
+                    }
+                },
+                other => {
+                    body.push(other);
+                    self.advance(1);
+                }
+            }
+        }
+        self.push_placeholder(buf, start, b"`...`");
+        if body.iter().any(|b| !b.is_ascii_whitespace()) {
+            sub_parse(cx, &body, self.depth + 1);
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The shell-aware splitter: it reads command text the way a POSIX shell (with the common
+//! bash extensions) would, and lists every *simple command* the shell could run, so that a
+//! deny rule such as `Bash(sudo:*)` is checked against each of them and not only against the
+//! text as a whole.
+//!
+//! The model is a single left-to-right pass over the bytes. Words are built with quote
+//! removal (`'...'`, `"..."`, `$'...'` with its escapes decoded, `$"..."`) and backslash
+//! removal; commands are cut at `;` `&&` `||` `|` `|&` `&` and newlines; redirections and
+//! their targets are dropped; comments are dropped; heredoc bodies are skipped as data (an
+//! unquoted delimiter's body is still searched for `$( )` and backticks, which the shell
+//! expands). Command substitution `$( )`, backticks, process substitution `<( )`/`>( )`,
+//! `${ }` and arithmetic are entered where they appear, also inside double quotes.
+//! Subshells, groups and the compound commands (`if`, `while`, `until`, `for`, `select`,
+//! `case`, `[[ ]]`, `(( ))`, functions) are flattened: their keywords, `for` word lists and
+//! `case` patterns are not commands, their bodies and conditions are. Each command is then
+//! normalised: leading `VAR=value` words go, words are joined by single spaces, and
+//! wrappers that run another program (`env`, `command`, `builtin`, `exec`, `nohup`, `nice`,
+//! `timeout`, `time`, `stdbuf`, `xargs`, `setsid`, `ionice`, `taskset`, `busybox`, `sudo`,
+//! `doas`) are peeled one at a time, every layer kept as a spelling; a program named by a
+//! path is also spelled by its basename. The string given to `sh -c` (and `bash`, `dash`,
+//! `zsh`, `ksh` ... `-c`), to `eval`, and the commands after `find -exec` are split in turn.
+//! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank.
+//!
+//! Limits: this is a filter for mistakes, not a sandbox. Anything decided at run time
+//! escapes it: a command name held in a variable (`$cmd`), built by a substitution
+//! (`$(echo sudo)`), an alias, a function defined earlier, a script file, `source`, or a
+//! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
+//! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not parsed
+//! but cut crudely at every operator and bracket with quotes removed, which over-reports
+//! rather than under-reports, and [`Split::gave_up`] says so; the policy refuses such text.
+//! The pass never panics, and its time and the size of what it returns are linear in the
+//! input (times a small constant).
+
+use std::collections::HashSet;
+
+mod expand;
+mod grammar;
+mod lexer;
+mod scan;
+mod wrappers;
+
+use grammar::Until;
+use lexer::Heredoc;
+use wrappers::{find_exec_commands, peel, shell_script};
+
+/// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
+/// before the rest of that construct is treated crudely.
+pub const MAX_DEPTH: usize = 64;
+
+/// How many wrapper layers (`nohup timeout 5 env X=1 ...`) are peeled off one command.
+const MAX_LAYERS: usize = 16;
+
+/// One simple command the shell could run, in every spelling a rule is checked against.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SimpleCommand {
+    /// Every spelling, outermost first: the command as written (normalised), each layer
+    /// left after peeling a wrapper, and the basename spelling of any layer whose program is
+    /// named by a path. Deny and ask rules are checked against all of them.
+    pub forms: Vec<String>,
+    /// The spellings of the program that finally runs once every wrapper is peeled (with
+    /// and without its path). An allow rule must match one of these.
+    pub innermost: Vec<String>,
+    /// True when the innermost program is a shell given a `-c` string (or `eval`) whose text
+    /// was split into commands of its own; those commands stand for it under `--allowlist`.
+    pub transparent: bool,
+}
+
+/// The simple commands found in a text, and whether any part of it was only read crudely.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Split {
+    /// Every simple command, in order of appearance (commands inside a substitution come
+    /// before the command holding it).
+    pub commands: Vec<SimpleCommand>,
+    /// True when nesting deeper than [`MAX_DEPTH`] or re-parsing more than the budget
+    /// allows made the splitter fall back to its crude reading for some part of the text.
+    /// The commands listed are then an over-approximation, and may be incomplete.
+    pub gave_up: bool,
+}
+
+/// Splits shell text into the simple commands it would run, each in all its spellings.
+/// Accepts any text; never panics.
+pub fn split(text: &str) -> Split {
+    let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
+    let mut cx = Context {
+        out: Vec::new(),
+        budget: allowance,
+        crude_budget: allowance,
+        gave_up: false,
+    };
+    let mut parser = Parser::new(text.as_bytes(), 0);
+    parser.parse_list(&mut cx, Until::End);
+    Split {
+        commands: cx.out,
+        gave_up: cx.gave_up,
+    }
+}
+
+/// Every spelling of every simple command in `text`, without duplicates, in order of
+/// appearance. A rule check applies to all of them.
+pub fn simple_commands(text: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for command in split(text).commands {
+        for form in command.forms {
+            if seen.insert(form.clone()) {
+                out.push(form);
+            }
+        }
+    }
+    out
+}
+
+/// State shared by every parser working on one input.
+struct Context {
+    /// The commands found so far.
+    out: Vec<SimpleCommand>,
+    /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
+    /// `eval` arguments, `find -exec` commands, retried `((`).
+    budget: usize,
+    /// How many more bytes the crude fallback may read.
+    crude_budget: usize,
+    /// Whether the crude fallback was needed.
+    gave_up: bool,
+}
+
+/// A word after quote removal.
+#[derive(Default)]
+struct Word {
+    text: Vec<u8>,
+    /// Some part was quoted or backslash-escaped.
+    quoted: bool,
+    /// Some part came from an expansion (`$(`, backticks, `${`, arithmetic).
+    expanded: bool,
+    /// The word is a `NAME=value` (or `NAME+=value`) assignment.
+    assignment: bool,
+    /// The word holds an unquoted `{`, so brace expansion may apply.
+    brace: bool,
+}
+
+impl Word {
+    fn plain(&self) -> bool {
+        !self.quoted && !self.expanded
+    }
+
+    fn is(&self, keyword: &str) -> bool {
+        self.plain() && self.text == keyword.as_bytes()
+    }
+}
+
+struct Parser<'s> {
+    src: &'s [u8],
+    pos: usize,
+    depth: usize,
+    heredocs: Vec<Heredoc>,
+}
+
+impl<'s> Parser<'s> {
+    fn new(src: &'s [u8], depth: usize) -> Self {
+        Parser {
+            src,
+            pos: 0,
+            depth,
+            heredocs: Vec::new(),
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.src.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, ahead: usize) -> Option<u8> {
+        self.src.get(self.pos.saturating_add(ahead)).copied()
+    }
+
+    fn advance(&mut self, by: usize) {
+        self.pos = self.pos.saturating_add(by).min(self.src.len());
+    }
+
+    fn rest(&self) -> &'s [u8] {
+        self.src.get(self.pos..).unwrap_or(&[])
+    }
+}
+
+/// Splits `text` (the body of backticks, a `-c` string, `eval`'s arguments) as shell text of
+/// its own, or crudely when nesting or the re-parse budget runs out.
+fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
+    if depth >= MAX_DEPTH || cx.budget < text.len() {
+        crude(cx, text);
+        return;
+    }
+    cx.budget -= text.len();
+    let mut parser = Parser::new(text, depth);
+    parser.parse_list(cx, Until::End);
+}
+
+/// The conservative reading used where the parser gives up: quotes and backslashes are
+/// removed and the text is cut at every operator and bracket; each distinct piece is a
+/// command. Past its own budget it lists nothing more (the text is marked as given up on
+/// either way).
+fn crude(cx: &mut Context, text: &[u8]) {
+    cx.gave_up = true;
+    if cx.crude_budget < text.len() {
+        cx.crude_budget = 0;
+        return;
+    }
+    cx.crude_budget -= text.len();
+    let mut seen = HashSet::new();
+    for piece in text.split(|b| b";&|(){}<>\n`".contains(b)) {
+        let cleaned: Vec<u8> = piece
+            .iter()
+            .copied()
+            .filter(|b| !matches!(b, b'\'' | b'"' | b'\\'))
+            .collect();
+        if !seen.insert(cleaned.clone()) {
+            continue;
+        }
+        let cleaned = String::from_utf8_lossy(&cleaned);
+        let words: Vec<String> = cleaned
+            .split_whitespace()
+            .skip_while(|w| {
+                matches!(
+                    *w,
+                    "if" | "then"
+                        | "elif"
+                        | "else"
+                        | "fi"
+                        | "do"
+                        | "done"
+                        | "while"
+                        | "until"
+                        | "!"
+                        | "case"
+                        | "esac"
+                        | "for"
+                        | "in"
+                ) || w
+                    .split_once('=')
+                    .is_some_and(|(name, _)| is_name(name.as_bytes()))
+            })
+            .map(str::to_owned)
+            .collect();
+        if !words.is_empty() {
+            emit_texts(cx, words, MAX_DEPTH, None);
+        }
+    }
+}
+
+/// Builds the spellings of one simple command from its words, peeling wrappers, and splits
+/// the scripts it hands to a shell. `written` is an extra spelling (the text before brace
+/// expansion). At `MAX_DEPTH` nothing is split any further.
+fn emit_texts(cx: &mut Context, words: Vec<String>, depth: usize, written: Option<String>) {
+    let mut layers = vec![words];
+    while layers.len() < MAX_LAYERS {
+        match layers.last().and_then(|layer| peel(layer)) {
+            Some(next) if !next.is_empty() => layers.push(next),
+            _ => break,
+        }
+    }
+    let mut command = SimpleCommand::default();
+    if let Some(written) = written {
+        command.forms.push(written);
+    }
+    for layer in &layers {
+        for spelling in spellings(layer) {
+            if !command.forms.contains(&spelling) {
+                command.forms.push(spelling);
+            }
+        }
+    }
+    let innermost = layers.last().map(|l| spellings(l)).unwrap_or_default();
+    command.innermost = innermost;
+    let mut scripts = Vec::new();
+    let mut execs = Vec::new();
+    if depth < MAX_DEPTH {
+        for (index, layer) in layers.iter().enumerate() {
+            if let Some(script) = shell_script(layer) {
+                if index + 1 == layers.len() {
+                    command.transparent = true;
+                }
+                scripts.push(script);
+            }
+            execs.extend(find_exec_commands(layer));
+        }
+    }
+    cx.out.push(command);
+    for script in scripts {
+        sub_parse(cx, script.as_bytes(), depth + 1);
+    }
+    for exec in execs {
+        let size: usize = exec.iter().map(|w| w.len() + 1).sum();
+        if cx.budget < size {
+            cx.gave_up = true;
+            continue;
+        }
+        cx.budget -= size;
+        emit_texts(cx, exec, depth + 1, None);
+    }
+}
+
+/// The command joined by single spaces, and with its program's basename when it is a path.
+fn spellings(words: &[String]) -> Vec<String> {
+    let mut out = vec![words.join(" ")];
+    if let Some(first) = words.first() {
+        let base = basename(first);
+        if base != first && !base.is_empty() {
+            let mut rest = vec![base.to_owned()];
+            rest.extend(words.iter().skip(1).cloned());
+            out.push(rest.join(" "));
+        }
+    }
+    out
+}
+
+fn basename(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+fn literal_word(text: &str) -> Word {
+    Word {
+        text: text.as_bytes().to_vec(),
+        quoted: true,
+        ..Word::default()
+    }
+}
+
+fn is_fd_prefix(word: &Word) -> bool {
+    if !word.plain() || word.text.is_empty() {
+        return false;
+    }
+    if word.text.iter().all(u8::is_ascii_digit) {
+        return true;
+    }
+    word.text
+        .strip_prefix(b"{")
+        .and_then(|t| t.strip_suffix(b"}"))
+        .is_some_and(is_name)
+}
+
+fn is_name_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+fn is_name(text: &[u8]) -> bool {
+    match text.first() {
+        Some(first) if first.is_ascii_alphabetic() || *first == b'_' => {
+            text.iter().all(|&b| is_name_byte(b))
+        }
+        _ => false,
+    }
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=')
+        .is_some_and(|(name, _)| is_name(name.as_bytes()))
+}
