@@ -4,7 +4,6 @@
 
 use crate::common::{wait_until, Mount, Options};
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 const SUDO_DENIED: &str = r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#;
@@ -131,8 +130,12 @@ fn a_page_reads_whole_as_rendered_at_open() {
     );
 }
 
+// Linux only: RLIMIT_SIGPENDING limits the queue of real-time signals.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_full_signal_queue_loses_no_output_before_wait_answers() {
+    use std::os::unix::process::CommandExt;
+
     // A tiny queue of pending signals makes the pump fall back to reading as it can.
     let mount = Mount::with_launcher(Options::default(), &|command| {
         // SAFETY: setrlimit between fork and exec touches no memory of the parent.

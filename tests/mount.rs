@@ -1,8 +1,7 @@
 //! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
 
 use crate::common::{
-    group_members, is_mounted, parked_read, process_alive, run_binary, succeeded, wait_until,
-    Mount, Reaper, BIN,
+    group_members, is_mounted, process_alive, run_binary, succeeded, wait_until, Mount, Reaper, BIN,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,6 +44,8 @@ fn bad_flag_values_name_the_flag_and_exit_2() {
     }
 }
 
+// Linux only: it watches the reader through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
     for signal in [libc::SIGTERM, libc::SIGINT] {
@@ -54,7 +55,7 @@ fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
         std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
         let pid: i32 = mount.read("cmd/long/pid").trim().parse().unwrap();
         // A parked wait (its reader inside read(2)) must be answered by the shutdown.
-        let waiter = parked_read(mount.p("cmd/long/wait"));
+        let waiter = crate::common::parked_read(mount.p("cmd/long/wait"));
         mount.signal(signal);
         let status = mount
             .wait_exit(Duration::from_secs(20))

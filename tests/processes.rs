@@ -1,7 +1,6 @@
 //! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
 
-use crate::common::{group_members, parked_read, process_alive, wait_until, Mount};
-use std::os::fd::AsRawFd;
+use crate::common::{group_members, process_alive, wait_until, Mount};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -148,8 +147,12 @@ fn rm_r_stops_a_running_command() {
     assert!(!mount.p("cmd/plain").exists());
 }
 
+// Linux only: it watches the reader through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn many_commands_at_once() {
+    use std::os::fd::AsRawFd;
+
     let mount = Mount::start();
     // Every command waits for a shared lock on a file the test holds exclusively, so
     // none can stop before the test lets them (a fixed sleep would only hope so).
@@ -166,7 +169,7 @@ fn many_commands_at_once() {
     }
     // 200 parked waits at once, each on its own thread inside read(2).
     let waiters: Vec<_> = (0..200)
-        .map(|i| parked_read(mount.p(&format!("cmd/c{i}/wait"))))
+        .map(|i| crate::common::parked_read(mount.p(&format!("cmd/c{i}/wait"))))
         .collect();
     // While they are parked, the mount still answers.
     let started = Instant::now();

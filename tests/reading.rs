@@ -1,8 +1,7 @@
 //! Reading output and waiting (SPEC 5 as far as the core goes).
 
-use crate::common::{children_of, parked_read, wait_in_read, wait_until, Mount, Tail};
+use crate::common::{wait_until, Mount, Tail};
 use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -97,13 +96,17 @@ fn wait_answers_ten_bytes_and_times_out() {
     assert!(started.elapsed() < Duration::from_secs(1));
 }
 
+// Linux only: it watches the reader through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_parked_wait_delays_nothing_else() {
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/long"), "sleep 300").unwrap();
     let path = mount.p("cmd/long/wait");
     // Each waiter is inside read(2) before anything else is asked.
-    let waiters: Vec<_> = (0..4).map(|_| parked_read(path.clone())).collect();
+    let waiters: Vec<_> = (0..4)
+        .map(|_| crate::common::parked_read(path.clone()))
+        .collect();
     let started = Instant::now();
     assert_eq!(mount.run("quick", "echo fast"), "completed\n");
     assert!(mount.ok("ls \"$M/cmd\"").contains("quick"));
@@ -122,8 +125,13 @@ fn a_parked_wait_delays_nothing_else() {
     }
 }
 
+// Linux only: it watches the reader through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn an_interrupted_reader_is_freed_quickly() {
+    use crate::common::children_of;
+    use std::process::{Command, Stdio};
+
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/forever"), "sleep 300").unwrap();
     let wait = mount.p("cmd/forever/wait");
@@ -152,7 +160,7 @@ fn an_interrupted_reader_is_freed_quickly() {
         .spawn()
         .unwrap();
     assert!(
-        wait_in_read(cat.id() as i32),
+        crate::common::wait_in_read(cat.id() as i32),
         "cat never blocked reading wait"
     );
     let started = Instant::now();
@@ -178,7 +186,7 @@ fn an_interrupted_reader_is_freed_quickly() {
     });
     assert!(found, "the shell started no cat");
     assert!(
-        wait_in_read(cat.unwrap()),
+        crate::common::wait_in_read(cat.unwrap()),
         "the shell's cat never blocked reading wait"
     );
     let started = Instant::now();

@@ -8,8 +8,8 @@
 //! [`Reaper`], so a failing test still leaves nothing running.
 
 use crate::common::{
-    children_of, fd_count, group_members, is_mounted, parked_read, proc_stat, process_alive,
-    status_kib, thread_count, wait_until, Mount, Options, Reaper, BIN,
+    children_of, fd_count, group_members, is_mounted, proc_stat, process_alive, status_kib,
+    thread_count, wait_until, Mount, Options, Reaper, BIN,
 };
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -904,6 +904,8 @@ fn a_thousand_commands_leave_no_zombie_descriptor_or_thread() {
 
 // ----- 6. driver shutdown and crash -------------------------------------------------
 
+// Linux only: it watches the reader through /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn driver_sigterm_stops_everything_answers_reads_and_unmounts() {
     let reaper = Reaper::default();
@@ -936,8 +938,8 @@ fn driver_sigterm_stops_everything_answers_reads_and_unmounts() {
             .starts_with("ready")));
     }
 
-    let waiting = parked_read(mount.p("cmd/escaper/wait"));
-    let following = parked_read(mount.p("cmd/deaf/follow"));
+    let waiting = crate::common::parked_read(mount.p("cmd/escaper/wait"));
+    let following = crate::common::parked_read(mount.p("cmd/deaf/follow"));
     let stopped = Instant::now();
     mount.signal(libc::SIGTERM);
     let status = mount

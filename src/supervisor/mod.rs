@@ -24,7 +24,7 @@ use crate::supervisor::timer::{Timer, TimerAction};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -40,6 +40,7 @@ const MAX_INLINE_COMMAND: usize = 100 * 1024;
 fn script_file(text: &[u8]) -> std::io::Result<OwnedFd> {
     #[cfg(target_os = "linux")]
     let file = {
+        use std::os::fd::FromRawFd;
         // SAFETY: a NUL-terminated name and flags; the result is a new descriptor or -1.
         let fd = unsafe { libc::memfd_create(c"terminalfs-command".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {

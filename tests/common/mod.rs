@@ -376,6 +376,7 @@ impl Drop for Reaper {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Whether thread or process `id` (a pid, or a tid of this process) sits in read(2)
 /// right now, from `/proc/<id>/syscall` (or `/proc/self/task/<id>/syscall`).
 fn in_read(syscall_file: &str) -> bool {
@@ -383,6 +384,7 @@ fn in_read(syscall_file: &str) -> bool {
         .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_read.to_string()))
 }
 
+#[cfg(target_os = "linux")]
 /// Waits (with a deadline) until process `pid` is blocked in read(2): a reader that is
 /// really parked, not one that has yet to open its file.
 pub fn wait_in_read(pid: i32) -> bool {
@@ -391,6 +393,7 @@ pub fn wait_in_read(pid: i32) -> bool {
     })
 }
 
+#[cfg(target_os = "linux")]
 /// Reads `path` to its end on a thread; returns, once that thread is inside read(2) on
 /// the open file, a receiver for what it read.
 pub fn parked_read(path: PathBuf) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
