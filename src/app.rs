@@ -146,8 +146,33 @@ fn prepare_mount_point(path: &Path) -> Result<(), String> {
         }
         MountState::NotMounted => {}
     }
-    std::fs::create_dir_all(path)
-        .map_err(|e| format!("cannot create the mount point {}: {e}", path.display()))?;
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(format!(
+                    "{} is not empty: mounting there would hide its files; \
+                     choose an empty or new directory with --path",
+                    path.display()
+                ));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(path)
+                .map_err(|e| format!("cannot create the mount point {}: {e}", path.display()))?;
+        }
+        Err(_) if path.exists() && !path.is_dir() => {
+            return Err(format!(
+                "--path {} is not a directory; name a directory to mount on",
+                path.display()
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot use {} as the mount point: {e}",
+                path.display()
+            ))
+        }
+    }
     Ok(())
 }
 
@@ -407,9 +432,11 @@ fn serve(
             break;
         }
     }
+    // Closing first: a start racing this (a settle time running out, a lookup) either
+    // is counted here or does not happen.
+    let running = supervisor.close();
     log(&format!(
-        "stopping ({cause}): stopping {} running command(s)",
-        supervisor.live_count()
+        "stopping ({cause}): stopping {running} running command(s)"
     ));
     sd_notify("STOPPING=1");
     supervisor.shutdown();

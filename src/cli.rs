@@ -24,8 +24,8 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub path: Option<PathBuf>,
 
-    /// The settings file with the deny list
-    /// [default: $XDG_CONFIG_HOME/terminalfs/settings.json]
+    /// The settings file with the deny list [default:
+    /// $XDG_CONFIG_HOME/terminalfs/settings.json, else ~/.config/terminalfs/settings.json]
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,
 
@@ -74,7 +74,8 @@ pub struct Cli {
     #[arg(long)]
     pub allowlist: bool,
 
-    /// The audit log of every decision [default: $XDG_STATE_HOME/terminalfs/audit.jsonl]
+    /// The audit log of every decision [default: $XDG_STATE_HOME/terminalfs/audit.jsonl,
+    /// else ~/.local/state/terminalfs/audit.jsonl]
     #[arg(long, value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
 
@@ -90,12 +91,13 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub log_file: Option<PathBuf>,
 
-    /// Print the completion script for SHELL and exit (for packagers)
-    #[arg(long, value_name = "SHELL", hide = true, conflicts_with = "man")]
+    /// Print the completion script for SHELL and exit (the README says where to put it)
+    #[arg(long, value_name = "SHELL", conflicts_with = "man")]
     pub completions: Option<Shell>,
 
-    /// Print the man page in roff and exit (for packagers)
-    #[arg(long, hide = true)]
+    /// Print the man page (roff) and exit
+    /// (`terminalfs --man | gzip > ~/.local/share/man/man1/terminalfs.1.gz`)
+    #[arg(long)]
     pub man: bool,
 }
 
@@ -106,8 +108,7 @@ pub fn completion_script(shell: Shell) -> Vec<u8> {
     script
 }
 
-/// The man page (section 1, roff), generated from the definition above. Hidden flags
-/// such as `--completions` and `--man` are left out.
+/// The man page (section 1, roff), generated from the definition above.
 pub fn man_page() -> std::io::Result<Vec<u8>> {
     let mut page = Vec::new();
     clap_mangen::Man::new(Cli::command()).render(&mut page)?;

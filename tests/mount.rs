@@ -29,6 +29,34 @@ fn refuses_settings_that_are_not_a_json_object() {
 }
 
 #[test]
+fn refuses_a_mount_point_that_is_not_an_empty_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let busy = dir.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("notes.txt"), "mine").unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "mine").unwrap();
+    for (path, sentence) in [
+        (&busy, "is not empty: mounting there would hide its files"),
+        (&file, "is not a directory"),
+    ] {
+        let out = run_binary(&[&"--path", path, &"--settings", &settings]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(sentence), "{stderr}");
+        assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+        assert!(!is_mounted(path));
+    }
+    assert_eq!(
+        std::fs::read_to_string(busy.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+#[test]
 fn bad_flag_values_name_the_flag_and_exit_2() {
     for (flag, value) in [
         ("--keep", "5x"),

@@ -141,18 +141,19 @@ fn man_page_is_roff_and_documents_every_option() {
 }
 
 #[test]
-fn packaging_flags_stay_out_of_help_and_man_page() {
+fn help_shows_the_packaging_flags_and_the_default_paths() {
     let help = stdout_of(&["--help"]);
-    assert!(help.contains("--wait-timeout"), "{help}");
-    for hidden in ["--completions", "--man"] {
-        assert!(
-            !help.split_whitespace().any(|word| word.starts_with(hidden)),
-            "--help shows {hidden}:\n{help}"
-        );
+    for needle in [
+        "--wait-timeout",
+        "--man",
+        "--completions",
+        "~/.config/terminalfs/settings.json",
+        "~/.local/state/terminalfs/audit.jsonl",
+    ] {
+        assert!(help.contains(needle), "--help misses {needle}:\n{help}");
     }
     let page = man_text();
-    assert!(!page.contains("--completions"), "{page}");
-    assert!(!page.contains("--man"), "{page}");
+    assert!(page.contains("--completions"), "{page}");
 }
 
 /// The unit as `section -> key -> values` (a key may repeat), failing on any line that
@@ -432,4 +433,69 @@ fn package_versions_and_license_match_cargo_toml() {
     assert!(pkgbuild.contains("license=('MIT')"));
     assert!(spec.contains("License:        MIT"));
     assert!(formula.contains("license \"MIT\""));
+}
+
+/// The `sh` blocks of one README section.
+fn readme_blocks(section: &str) -> Vec<String> {
+    let readme = read_repo_file("README.md");
+    let start = readme
+        .find(&format!("\n## {section}\n"))
+        .unwrap_or_else(|| panic!("the README has no section {section}"));
+    let body = &readme[start + 1..];
+    let body = &body[..body[3..].find("\n## ").map_or(body.len(), |end| end + 3)];
+    body.split("```sh\n")
+        .skip(1)
+        .map(|block| block[..block.find("```").expect("a closed block")].to_string())
+        .collect()
+}
+
+#[test]
+fn readme_service_steps_install_the_unit_man_page_and_completions() {
+    let blocks = readme_blocks("Running it as a service");
+    let all = blocks.concat();
+    for needed in [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now terminalfs",
+        "terminalfs --man",
+        "terminalfs --completions bash",
+    ] {
+        assert!(
+            all.contains(needed),
+            "the service steps miss {needed}:\n{all}"
+        );
+    }
+    // Everything but systemctl runs here, in a fresh home, with `terminalfs` on PATH.
+    let home = tempfile::tempdir().expect("temporary home");
+    let bin_dir = home.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(BIN, bin_dir.join("terminalfs")).unwrap();
+    let script: String = all
+        .lines()
+        .filter(|line| !line.starts_with("systemctl "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap());
+    let output = Command::new("sh")
+        .args(["-euc", &script])
+        .env("HOME", home.path())
+        .env("PATH", path)
+        .current_dir(ROOT)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs");
+    assert!(output.status.success(), "{output:?}");
+    let installed = home.path().join(".config/systemd/user/terminalfs.service");
+    let unit = parse_unit(&std::fs::read_to_string(&installed).unwrap());
+    for key in ["ExecStart", "ExecStopPost"] {
+        let line = &unit["Service"][key][0];
+        assert!(line.contains("%h/.cargo/bin/terminalfs "), "{key}={line}");
+    }
+    let man = std::fs::read(home.path().join(".local/share/man/man1/terminalfs.1.gz")).unwrap();
+    assert_eq!(&man[..2], b"\x1f\x8b", "the man page is gzipped");
+    let completion = std::fs::read_to_string(
+        home.path()
+            .join(".local/share/bash-completion/completions/terminalfs"),
+    )
+    .unwrap();
+    assert!(completion.contains("--wait-timeout"), "{completion}");
 }

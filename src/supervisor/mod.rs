@@ -107,6 +107,10 @@ pub struct Supervisor {
     reaped_at_start: usize,
     /// Set when shutdown begins: no command starts after that.
     closing: AtomicBool,
+    /// Held shared by every start from its look at `closing` until its job is live,
+    /// and exclusively while shutdown begins: a start either finishes before shutdown
+    /// counts the live jobs, or sees `closing` and does not begin.
+    start_gate: parking_lot::RwLock<()>,
 }
 
 impl Supervisor {
@@ -150,6 +154,7 @@ impl Supervisor {
             containment,
             reaped_at_start,
             closing: AtomicBool::new(false),
+            start_gate: parking_lot::RwLock::new(()),
         })
     }
 
@@ -171,9 +176,17 @@ impl Supervisor {
     /// already stopped with exit code -1 and the reason on its stderr.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let _gate = self.start_gate.read();
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
-            let job = Job::new(id, 1, self.config.kill_grace, None, String::new(), None);
+            let job = Job::new(
+                id,
+                self.config.max_output,
+                self.config.kill_grace,
+                None,
+                String::new(),
+                None,
+            );
             return self.failed(
                 Arc::new(job),
                 "terminalfs: not started: terminalfs is shutting down\n",
@@ -332,11 +345,19 @@ impl Supervisor {
         }
     }
 
+    /// Begins shutdown: waits for starts under way, lets no other start begin, and
+    /// returns how many commands run now (the ones [`Supervisor::shutdown`] stops).
+    pub fn close(&self) -> usize {
+        let _gate = self.start_gate.write();
+        self.closing.store(true, Ordering::SeqCst);
+        self.live_count()
+    }
+
     /// Stops every live job, and whatever stopped jobs left running in their cgroups,
     /// the same way (SIGTERM, then SIGKILL after the grace period), and waits (up to
     /// the grace period plus a margin) until their shells have been reaped.
     pub fn shutdown(&self) {
-        self.closing.store(true, Ordering::SeqCst);
+        self.close();
         let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
         for job in &jobs {
             self.kill(job, "stopped because terminalfs shut down");
@@ -388,5 +409,87 @@ impl Drop for Supervisor {
         if let Some(cgroups) = &self.cgroups {
             cgroups.tear_down();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_counts_every_start_that_races_it_and_refuses_the_rest() {
+        let supervisor = Arc::new(
+            Supervisor::start(
+                SupervisorConfig {
+                    shell: PathBuf::from("/bin/sh"),
+                    cwd: std::env::temp_dir(),
+                    max_output: 4096,
+                    kill_grace: Duration::from_millis(200),
+                    cgroup_tag: None,
+                },
+                Arc::new(|_| {}),
+            )
+            .expect("the supervisor starts"),
+        );
+        let started = Arc::new(AtomicU64::new(0));
+        // The starters live until the end: a shell's parent-death signal follows the
+        // thread that forked it.
+        let (jobs_sender, jobs_receiver) = std::sync::mpsc::channel();
+        let finish = Arc::new(std::sync::Barrier::new(5));
+        let starters: Vec<_> = (0..4)
+            .map(|i| {
+                let (supervisor, started) = (supervisor.clone(), started.clone());
+                let (jobs_sender, finish) = (jobs_sender.clone(), finish.clone());
+                std::thread::spawn(move || {
+                    for n in 0..50 {
+                        let job = supervisor.spawn(SpawnRequest {
+                            name: format!("s{i}-{n}"),
+                            text: Arc::from(&b"sleep 30"[..]),
+                            timeout: None,
+                            memory: None,
+                        });
+                        jobs_sender.send(job).expect("the test collects jobs");
+                        started.fetch_add(1, Ordering::SeqCst);
+                    }
+                    finish.wait();
+                })
+            })
+            .collect();
+        drop(jobs_sender);
+        // Close while the starters are busy: after a few starts, well before the last.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while started.load(Ordering::SeqCst) < 8 && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        let counted = supervisor.close();
+        let jobs: Vec<Arc<Job>> = jobs_receiver.iter().take(200).collect();
+        let running = jobs.iter().filter(|job| job.is_running()).count();
+        let refused: Vec<&Arc<Job>> = jobs
+            .iter()
+            .filter(|job| matches!(job.snapshot().phase, Phase::Stopped(Exit { code: -1, .. })))
+            .collect();
+        supervisor.shutdown();
+        finish.wait();
+        for starter in starters {
+            starter.join().expect("a starter finishes");
+        }
+        assert!(
+            counted >= 8,
+            "close came after at least 8 starts: {counted}"
+        );
+        assert_eq!(running, counted, "every start that ran was counted");
+        assert_eq!(running + refused.len(), jobs.len(), "the rest never began");
+        // Starts after close (all but the slowest machines have some) say why.
+        for job in refused {
+            let (said, _) = job.read_view(Stream::Stderr, &ring::View::whole(), 0, 4096);
+            assert_eq!(
+                String::from_utf8_lossy(&said),
+                "terminalfs: not started: terminalfs is shutting down\n"
+            );
+        }
+        assert!(
+            jobs.iter().all(|job| !job.is_running()),
+            "shutdown stopped them"
+        );
     }
 }
