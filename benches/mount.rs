@@ -144,15 +144,84 @@ fn capture_rate() {
     let _ = Duration::ZERO;
 }
 
+/// Latencies (ms) of `stat index.md`, one after another, until `stop` is set.
+fn stat_latencies(mount: &Mount, stop: &std::sync::atomic::AtomicBool) -> Vec<f64> {
+    use std::sync::atomic::Ordering;
+    let page = mount.p("index.md");
+    let mut times = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        let started = Instant::now();
+        std::fs::metadata(&page).unwrap();
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    times
+}
+
+/// How long an unrelated `stat` waits while 200 decided commands start at once (an
+/// `ls cmd/` starts them all), against the same `stat` on the idle mount.
+fn stat_while_starting() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mount = Mount::with_args(&["--settle", "10m"]);
+    let idle = {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let stats = scope.spawn(|| stat_latencies(&mount, &stop));
+            std::thread::sleep(Duration::from_millis(500));
+            stop.store(true, Ordering::SeqCst);
+            stats.join().unwrap()
+        })
+    };
+    let count = 200;
+    for i in 0..count {
+        std::fs::write(mount.p(&format!("ctl/s{i}")), "sleep 2").unwrap();
+    }
+    // Every draft is decided once its last close has arrived: it then shows its size.
+    for i in 0..count {
+        let path = mount.p(&format!("ctl/s{i}"));
+        while std::fs::metadata(&path).map_or(0, |m| m.len()) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let stop = AtomicBool::new(false);
+    let (busy, took) = std::thread::scope(|scope| {
+        let stats = scope.spawn(|| stat_latencies(&mount, &stop));
+        std::thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        let listed = std::fs::read_dir(mount.p("cmd")).unwrap().count();
+        assert!(listed >= count);
+        for i in 0..count {
+            // A lookup under a command waits until its spawn is done.
+            std::fs::metadata(mount.p(&format!("cmd/s{i}/pid"))).unwrap();
+        }
+        let took = started.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        (stats.join().unwrap(), took)
+    });
+    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    println!(
+        "stat index.md while {count} commands start: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms \
+         ({} stats; all started in {:.0} ms); idle: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        percentile(busy.clone(), 0.5),
+        percentile(busy.clone(), 0.99),
+        max(&busy),
+        busy.len(),
+        took.as_secs_f64() * 1e3,
+        percentile(idle.clone(), 0.5),
+        percentile(idle.clone(), 0.99),
+        max(&idle),
+    );
+}
+
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 5] = [
+    let all: [(&str, fn()); 6] = [
         ("throughput", throughput),
         ("follow", follow_latency),
         ("wait", wait_round_trip),
         ("small", small_file_ops),
         ("capture", capture_rate),
+        ("starting", stat_while_starting),
     ];
     for (name, bench) in all {
         if filter.as_deref().is_none_or(|f| name.contains(f)) {

@@ -9,8 +9,11 @@
 //! does not pass FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each
 //! parked reply is owned by exactly one place at a time (the lot, or the thread that
 //! took it out), so it is answered exactly once.
+//!
+//! A second thread (the "ticker") does the tree's slow work off the request threads:
+//! the periodic tick (settle, keep, abandoned drafts) and the spawns the tree queues.
 
-use crate::fs::{Attr, Errno as TreeErrno, Kind, Lookup, OpenMode, Read, Tree};
+use crate::fs::{Attr, Errno as TreeErrno, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree};
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
@@ -29,7 +32,8 @@ use std::time::{Duration, Instant, SystemTime};
 const TTL: Duration = Duration::ZERO;
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
-/// How often the waker looks at deadlines, callers' signals and the tree's clock.
+/// How often the waker looks at deadlines and callers' signals, and the ticker at the
+/// tree's clock.
 const TICK: Duration = Duration::from_millis(50);
 
 /// News for the waker.
@@ -110,12 +114,25 @@ pub struct Parts {
 pub struct Waker {
     sender: Sender<Wake>,
     thread: Option<JoinHandle<()>>,
+    ticker: Sender<Tick>,
+    ticker_thread: Option<JoinHandle<()>>,
+}
+
+/// News for the ticker.
+enum Tick {
+    /// The tree queued spawns.
+    Start,
+    Stop,
 }
 
 impl Waker {
-    /// Answers every parked reply (reads as if their deadline had passed) and stops
-    /// the waker thread.
+    /// Stops the ticker, answers every parked reply (reads as if their deadline had
+    /// passed) and stops the waker thread.
     pub fn shutdown(&mut self) {
+        let _ = self.ticker.send(Tick::Stop);
+        if let Some(thread) = self.ticker_thread.take() {
+            let _ = thread.join();
+        }
         let _ = self.sender.send(Wake::Shutdown);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -137,23 +154,57 @@ pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) ->
         wake: sender.clone(),
         closed: AtomicBool::new(false),
     });
+    let (ticker, ticks) = crossbeam_channel::unbounded();
+    let changed = sender.clone();
+    let start = ticker.clone();
+    tree.set_hooks(Hooks {
+        changed: Box::new(move || {
+            let _ = changed.send(Wake::Released);
+        }),
+        start_wanted: Box::new(move || {
+            let _ = start.send(Tick::Start);
+        }),
+    });
     let thread_tree = tree.clone();
     let thread_lot = lot.clone();
     let thread = std::thread::Builder::new()
         .name("tfs-waker".into())
         .spawn(move || run_waker(thread_tree, thread_lot, receiver))
         .expect("the waker thread can be spawned at start-up");
+    let ticker_tree = tree.clone();
+    let ticker_thread = std::thread::Builder::new()
+        .name("tfs-ticker".into())
+        .spawn(move || run_ticker(&ticker_tree, &ticks))
+        .expect("the ticker thread can be spawned at start-up");
     Parts {
         driver: Driver { tree, lot },
         waker: Waker {
             sender,
             thread: Some(thread),
+            ticker,
+            ticker_thread: Some(ticker_thread),
         },
     }
 }
 
-fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
+/// The tree's clock and its queued spawns, off the request and waker threads.
+fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
     let mut last_tick = Instant::now();
+    loop {
+        match ticks.recv_timeout(TICK) {
+            Ok(Tick::Stop) => return,
+            Ok(Tick::Start) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        }
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            tree.tick();
+        }
+        tree.start_pending();
+    }
+}
+
+fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
     let mut last_signal_check = Instant::now();
     loop {
         let mut jobs = HashSet::new();
@@ -213,10 +264,6 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
         if !back.is_empty() {
             lot.parked.lock().extend(back);
         }
-        if now.duration_since(last_tick) >= TICK {
-            last_tick = now;
-            tree.tick();
-        }
     }
 }
 
@@ -256,7 +303,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 reply_entry(reply, &attr, owner(tree));
                 None
             }
-            Ok(Lookup::Later) => Some(Parked {
+            Ok(Lookup::Later(_)) => Some(Parked {
                 op: Op::Lookup {
                     parent,
                     name,
@@ -378,12 +425,16 @@ impl Filesystem for Driver {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.tree.lookup(parent.0, name.as_bytes()) {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
-            Ok(Lookup::Later) => self.lot.park(
+            Ok(Lookup::Later(later)) => self.lot.park(
                 &self.tree,
                 Parked {
                     job: None,
                     pid: req.pid(),
-                    deadline: Instant::now() + LOOKUP_PATIENCE,
+                    deadline: Instant::now()
+                        + match later {
+                            Later::Close => LOOKUP_PATIENCE,
+                            Later::Start => self.tree.config().wait_timeout,
+                        },
                     op: Op::Lookup {
                         parent: parent.0,
                         name: name.to_os_string(),

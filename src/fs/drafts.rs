@@ -1,11 +1,12 @@
 //! Drafts: `ctl/<name>` from its creation through writes, checks and closes to the
 //! decision, and the start that turns a decided draft into `cmd/<name>`.
 
+use super::effects::{queue_start, Effect, Effects};
 use super::names::{self, BadName, Dynamic};
-use super::state::{Body, Command, Draft, Entry, Refusal, Run, State};
+use super::state::{Body, Command, Draft, Entry, Refusal, Run, Stage, State};
 use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
 use super::Tree;
-use crate::policy::{parse_directives, Directives, Verdict, NO_COMMAND_REASON};
+use crate::policy::{parse_directives, Verdict, NO_COMMAND_REASON};
 use crate::supervisor::SpawnRequest;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,10 +19,13 @@ enum Check {
     Close,
 }
 
+/// Writes check up to the last blank and, past this size, only every this much growth.
+const CHECK_STEP: usize = 64 * 1024;
+
 /// A draft's attributes: writable and empty-looking while it can be written (so the
 /// kernel's append offset stays 0), read-only with its text once decided or refused.
 pub(super) fn draft_attr(id: u64, draft: &Draft) -> Attr {
-    let (size, perm) = if draft.start_at.is_none() && draft.refusal.is_none() {
+    let (size, perm) = if draft.writable() {
         (0, 0o600)
     } else {
         (draft.text.len() as u64, 0o400)
@@ -29,58 +33,72 @@ pub(super) fn draft_attr(id: u64, draft: &Draft) -> Attr {
     Attr::new(names::entry_ino(id), Kind::File, size, perm, draft.modified)
 }
 
+/// A refusal that needs no rule: nothing but blanks is not refused yet (more may
+/// come), a NUL byte is (a shell would drop it, letting a denied word through).
+fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Err(None);
+    }
+    if text.contains(&0) {
+        return Err(Some(Refusal::plain(
+            "refused: the command holds a NUL byte, which a shell would drop".to_string(),
+        )));
+    }
+    Ok(())
+}
+
 impl Tree {
     pub fn create(&self, parent: u64, name: &[u8], mode: OpenMode) -> FsResult<(Attr, Opened)> {
         let OpenMode { write, append } = mode;
-        let mut state = self.state.lock();
-        if let Some(Dynamic::Entry(id)) = names::decode(parent) {
-            if let Some(opened) = self.create_late_kill(&mut state, id, name) {
-                return Ok(opened);
+        self.locked(|state, _| {
+            if let Some(Dynamic::Entry(id)) = names::decode(parent) {
+                if let Some(opened) = self.create_late_kill(state, id, name) {
+                    return Ok(opened);
+                }
             }
-        }
-        if parent != names::CTL {
-            return Err(Errno(
-                if names::decode(parent).is_some() || super::fixed::children(parent).is_some() {
-                    libc::EACCES
-                } else {
-                    libc::ENOENT
+            if parent != names::CTL {
+                return Err(Errno(
+                    if names::decode(parent).is_some() || super::fixed::children(parent).is_some() {
+                        libc::EACCES
+                    } else {
+                        libc::ENOENT
+                    },
+                ));
+            }
+            let name = match names::check_name(name) {
+                Ok(name) => name.to_string(),
+                Err(BadName::Reserved) => return Err(Errno(libc::EEXIST)),
+                Err(BadName::Invalid) => return Err(Errno(libc::EINVAL)),
+            };
+            if state.ctl.contains_key(&name) || state.cmd.contains_key(&name) {
+                return Err(Errno(libc::EEXIST));
+            }
+            let id = state.take_id();
+            let draft = Draft {
+                name: name.clone(),
+                text: Vec::new(),
+                version: 0,
+                modified: SystemTime::now(),
+                touched: Instant::now(),
+                stage: Stage::Writing {
+                    writers: u32::from(write),
+                    flushed: false,
+                    checked_len: 0,
+                    passed: None,
                 },
-            ));
-        }
-        let name = match names::check_name(name) {
-            Ok(name) => name.to_string(),
-            Err(BadName::Reserved) => return Err(Errno(libc::EEXIST)),
-            Err(BadName::Invalid) => return Err(Errno(libc::EINVAL)),
-        };
-        if state.ctl.contains_key(&name) || state.cmd.contains_key(&name) {
-            return Err(Errno(libc::EEXIST));
-        }
-        let id = state.take_id();
-        let now = SystemTime::now();
-        let draft = Draft {
-            name: name.clone(),
-            text: Vec::new(),
-            writers: u32::from(write),
-            flushed_after_write: false,
-            start_at: None,
-            refusal: None,
-            checked_len: 0,
-            passed_close: false,
-            directives: Directives::default(),
-            modified: now,
-            touched: Instant::now(),
-        };
-        let attr = draft_attr(id, &draft);
-        state.ctl.insert(name, id);
-        state.entries.insert(id, Entry::Draft(draft));
-        let fh = state.add_handle(Some(id), Body::Draft { write, append });
-        Ok((
-            attr,
-            Opened {
-                fh,
-                direct_io: true,
-            },
-        ))
+            };
+            let attr = draft_attr(id, &draft);
+            state.ctl.insert(name, id);
+            state.entries.insert(id, Entry::Draft(draft));
+            let fh = state.add_handle(Some(id), Body::Draft { write, append });
+            Ok((
+                attr,
+                Opened {
+                    fh,
+                    direct_io: true,
+                },
+            ))
+        })
     }
 
     /// Changes a file's size or times. Only a draft that can still be written may be
@@ -91,15 +109,22 @@ impl Tree {
             Some(Dynamic::Entry(id)) => {
                 if let Some(draft) = state.draft_mut(id) {
                     if let Some(size) = size {
-                        if draft.start_at.is_some() || draft.refusal.is_some() {
+                        if !draft.writable() {
                             return Err(Errno(libc::EACCES));
                         }
                         if size as usize > MAX_COMMAND {
                             return Err(Errno(libc::EFBIG));
                         }
                         draft.text.resize(size as usize, 0);
-                        draft.passed_close = false;
-                        draft.modified = SystemTime::now();
+                        let flushed = match draft.stage {
+                            Stage::Writing { flushed, .. } => flushed,
+                            _ => false,
+                        };
+                        draft.changed();
+                        // A truncation is no write: a close already seen still counts.
+                        if let Stage::Writing { flushed: f, .. } = &mut draft.stage {
+                            *f = flushed;
+                        }
                     }
                     draft.touched = Instant::now();
                 } else if size.is_some() {
@@ -120,103 +145,143 @@ impl Tree {
         self.attr_locked(&state, ino)
     }
 
-    /// A write through a draft's writing handle.
+    /// A write through a draft's writing handle. The bytes go in under the lock; the
+    /// check of the text so far (bounded: see [`CHECK_STEP`]) runs after it.
     pub(super) fn write_draft(
         &self,
-        state: &mut State,
         owner: u64,
         append: bool,
         offset: u64,
         data: &[u8],
     ) -> FsResult<u32> {
-        let Some(draft) = state.draft_mut(owner) else {
-            // The draft was removed while open: the bytes go nowhere.
-            return Ok(data.len() as u32);
+        let written = data.len() as u32;
+        let due = {
+            let mut state = self.state.lock();
+            let Some(draft) = state.draft_mut(owner) else {
+                // The draft was removed while open: the bytes go nowhere.
+                return Ok(written);
+            };
+            // An appending writer's offset comes from a size that is 0 while the
+            // draft can be written: appends go to the end of what is there.
+            let start = if append {
+                draft.text.len()
+            } else {
+                usize::try_from(offset).unwrap_or(usize::MAX)
+            };
+            let Some(end) = start
+                .checked_add(data.len())
+                .filter(|end| *end <= MAX_COMMAND)
+            else {
+                // The rest of the command is lost: never run the part that came.
+                refuse(
+                    draft,
+                    Refusal::plain(format!(
+                        "refused: the command is longer than {MAX_COMMAND} bytes"
+                    )),
+                );
+                return Err(Errno(libc::EFBIG));
+            };
+            if !draft.writable() {
+                return Err(Errno(libc::EPERM));
+            }
+            if draft.text.len() < end {
+                draft.text.resize(end, 0);
+            }
+            draft.text[start..end].copy_from_slice(data);
+            draft.changed();
+            match quick_refusal(&draft.text) {
+                Err(None) => return Ok(written),
+                Err(Some(refusal)) => {
+                    refuse(draft, refusal);
+                    return Err(Errno(libc::EPERM));
+                }
+                Ok(()) => {}
+            }
+            let len = draft.text.len();
+            let Stage::Writing { checked_len, .. } = &mut draft.stage else {
+                return Ok(written);
+            };
+            if len > CHECK_STEP && len < *checked_len + CHECK_STEP {
+                return Ok(written);
+            }
+            *checked_len = len;
+            (draft.version, draft.text.clone())
         };
-        // An appending writer's offset comes from a size that is 0 while the
-        // draft can be written: appends go to the end of what is there.
-        let start = if append {
-            draft.text.len()
-        } else {
-            usize::try_from(offset).unwrap_or(usize::MAX)
+        let (version, text) = due;
+        let Some(refusal) = self.verdict(&text, Check::Write) else {
+            return Ok(written);
         };
-        let Some(end) = start
-            .checked_add(data.len())
-            .filter(|end| *end <= MAX_COMMAND)
-        else {
-            // The rest of the command is lost: never run the part that came.
-            draft.refusal = Some(Refusal::plain(format!(
-                "refused: the command is longer than {MAX_COMMAND} bytes"
-            )));
-            return Err(Errno(libc::EFBIG));
-        };
-        if draft.refusal.is_some() {
-            return Err(Errno(libc::EPERM));
+        let mut state = self.state.lock();
+        match state.draft_mut(owner) {
+            // Refused as it stood after this write; a later change is checked anew.
+            Some(draft) if draft.version == version => {
+                refuse(draft, refusal);
+                Err(Errno(libc::EPERM))
+            }
+            _ => Ok(written),
         }
-        if draft.text.len() < end {
-            draft.text.resize(end, 0);
-        }
-        draft.text[start..end].copy_from_slice(data);
-        draft.modified = SystemTime::now();
-        draft.touched = Instant::now();
-        draft.flushed_after_write = false;
-        draft.passed_close = false;
-        if let Some(refusal) = self.check_draft(draft, Check::Write) {
-            draft.refusal = Some(refusal);
-            return Err(Errno(libc::EPERM));
-        }
-        Ok(data.len() as u32)
     }
 
     /// A close of one descriptor. Decides nothing (a redirect flushes before it
     /// writes, and a child that inherited the descriptor flushes when it exits), but
     /// fails the close when the text as it stands would be refused, so the writer sees
-    /// a refusal that the decision will make.
+    /// a refusal that the decision will make. The check runs outside the lock.
     pub fn flush(&self, fh: u64) -> FsResult<()> {
-        let mut state = self.state.lock();
-        let Some(super::state::Handle {
-            owner: Some(owner),
-            body: Body::Draft { write: true, .. },
-        }) = state.handles.get(&fh)
-        else {
-            return Ok(());
+        let (owner, version, text) = {
+            let state = self.state.lock();
+            let Some(super::state::Handle {
+                owner: Some(owner),
+                body: Body::Draft { write: true, .. },
+            }) = state.handles.get(&fh)
+            else {
+                return Ok(());
+            };
+            let owner = *owner;
+            let Some(Entry::Draft(draft)) = state.entries.get(&owner) else {
+                return Ok(());
+            };
+            if !draft.writable() {
+                return match draft.stage {
+                    Stage::Refused { .. } => Err(Errno(libc::EPERM)),
+                    _ => Ok(()),
+                };
+            }
+            (owner, draft.version, draft.text.clone())
         };
-        let owner = *owner;
+        let refused = self.verdict(&text, Check::Close).is_some();
+        let mut state = self.state.lock();
         if let Some(draft) = state.draft_mut(owner) {
-            if draft.refusal.is_some() || self.check_draft(draft, Check::Close).is_some() {
-                return Err(Errno(libc::EPERM));
+            if draft.version == version {
+                let blank = draft.text.iter().all(u8::is_ascii_whitespace);
+                let empty = draft.text.is_empty();
+                if let Stage::Writing {
+                    flushed, passed, ..
+                } = &mut draft.stage
+                {
+                    if !refused {
+                        *passed = (!blank).then_some(version);
+                    }
+                    if !empty {
+                        *flushed = true;
+                    }
+                }
             }
-            draft.passed_close = !draft.text.iter().all(u8::is_ascii_whitespace);
-            if !draft.text.is_empty() {
-                draft.flushed_after_write = true;
-            }
+        }
+        if refused {
+            return Err(Errno(libc::EPERM));
         }
         Ok(())
     }
 
-    /// Checks a draft's text so far. Writes check up to the last blank (a write may
-    /// end inside a word: `su` of `sum`) and, past 64 KiB, only every 64 KiB of
-    /// growth; a close checks everything. Whitespace alone is not refused here: more
-    /// may come.
-    fn check_draft(&self, draft: &mut Draft, check: Check) -> Option<Refusal> {
-        const STEP: usize = 64 * 1024;
-        if draft.text.iter().all(u8::is_ascii_whitespace) {
-            return None;
-        }
-        if draft.text.contains(&0) {
-            return Some(Refusal::plain(
-                "refused: the command holds a NUL byte, which a shell would drop".to_string(),
-            ));
+    /// The refusal a check of `text` gives, if any. Writes check up to the last blank
+    /// (a write may end inside a word: `su` of `sum`); a close checks everything.
+    fn verdict(&self, text: &[u8], check: Check) -> Option<Refusal> {
+        if let Err(refusal) = quick_refusal(text) {
+            return refusal;
         }
         let verdict = match check {
-            Check::Write => {
-                if draft.text.len() > STEP && draft.text.len() < draft.checked_len + STEP {
-                    return None;
-                }
-                draft.checked_len = draft.text.len();
-                self.policy.check_partial(&draft.text)
-            }
-            Check::Close => self.policy.check(&draft.text),
+            Check::Write => self.policy.check_partial(text),
+            Check::Close => self.policy.check(text),
         };
         match verdict {
             Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
@@ -224,71 +289,102 @@ impl Tree {
         }
     }
 
-    /// The last close of a draft's writing handle: decide when it was the last writer.
-    pub(super) fn release_writer(&self, state: &mut State, owner: u64) {
-        let Some(draft) = state.draft_mut(owner) else {
+    /// The last close of a draft's writing handle. When it was the last writer and
+    /// text came, the draft is decided: at once when a close already checked this
+    /// very text (or a write was refused), else after a whole check outside the lock.
+    pub(super) fn release_writer(&self, owner: u64) {
+        let due = self.locked(|state, effects| {
+            let draft = state.draft_mut(owner)?;
+            draft.touched = Instant::now();
+            let version = draft.version;
+            let (writers, passed) = match &mut draft.stage {
+                Stage::Writing {
+                    writers,
+                    flushed,
+                    passed,
+                    ..
+                } => {
+                    *flushed = false;
+                    (writers, *passed == Some(version))
+                }
+                Stage::Refused { writers, .. } => (writers, false),
+                Stage::Deciding | Stage::Decided { .. } => return None,
+            };
+            *writers = writers.saturating_sub(1);
+            if *writers > 0 {
+                return None;
+            }
+            if let Stage::Refused { refusal, .. } = &draft.stage {
+                let refusal = refusal.clone();
+                self.conclude(state, effects, owner, Some(refusal));
+                return None;
+            }
+            if draft.text.is_empty() {
+                return None;
+            }
+            if passed || draft.text.iter().all(u8::is_ascii_whitespace) {
+                self.conclude(state, effects, owner, None);
+                return None;
+            }
+            draft.stage = Stage::Deciding;
+            Some((version, draft.text.clone()))
+        });
+        let Some((version, text)) = due else {
             return;
         };
-        draft.writers = draft.writers.saturating_sub(1);
-        draft.touched = Instant::now();
-        draft.flushed_after_write = false;
-        if draft.writers == 0 && (!draft.text.is_empty() || draft.refusal.is_some()) {
-            self.decide(state, owner);
-        }
+        let refusal = self.verdict(&text, Check::Close);
+        self.locked(|state, effects| {
+            if state
+                .draft_mut(owner)
+                .is_some_and(|draft| draft.version == version)
+            {
+                self.conclude(state, effects, owner, refusal);
+            }
+            effects.push(Effect::Changed);
+        });
     }
 
-    /// The last writer closed a draft with text in it: refuse it, or schedule its start.
-    fn decide(&self, state: &mut State, id: u64) {
+    /// Decides a draft whose text has been checked (`refusal` is what the check
+    /// found): refused, it becomes a denied command now; accepted, it is scheduled.
+    fn conclude(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        id: u64,
+        refusal: Option<Refusal>,
+    ) {
         let Some(draft) = state.draft_mut(id) else {
             return;
         };
         let text = String::from_utf8_lossy(&draft.text).into_owned();
-        let refusal = if let Some(refusal) = draft.refusal.clone() {
-            Some(refusal)
-        } else if text.trim().is_empty() {
-            Some(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
-        } else if let Some(refusal) = (!draft.passed_close)
-            .then(|| self.check_draft(draft, Check::Close))
-            .flatten()
-        {
-            Some(refusal)
-        } else {
-            match parse_directives(&text) {
-                Ok(directives) => {
-                    draft.directives = directives;
-                    None
-                }
-                Err(reason) => Some(Refusal::plain(format!("refused: {reason}"))),
+        let decision = match refusal {
+            Some(refusal) => Err(refusal),
+            None if text.trim().is_empty() => {
+                Err(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
             }
+            None => parse_directives(&text)
+                .map_err(|reason| Refusal::plain(format!("refused: {reason}"))),
         };
-        match refusal {
-            Some(Refusal { rule, reason }) => {
+        match decision {
+            Ok(directives) => {
+                draft.stage = Stage::Decided {
+                    start_at: Instant::now() + self.config.settle,
+                    directives,
+                };
+            }
+            Err(Refusal { rule, reason }) => {
                 let name = draft.name.clone();
                 let text: Arc<[u8]> = std::mem::take(&mut draft.text).into();
-                self.record("denied", &name, &text, rule.as_deref(), Some(&reason));
+                effects.push(Effect::Audit {
+                    decision: "denied",
+                    name: name.clone(),
+                    text: text.clone(),
+                    rule,
+                    reason: Some(reason.clone()),
+                });
                 state.ctl.remove(&name);
-                state.entries.remove(&id);
+                effects.discard_entry(state.entries.remove(&id));
                 self.add_command(state, name, text, Run::Denied { reason }, self.config.keep);
-            }
-            None => {
-                draft.start_at = Some(Instant::now() + self.config.settle);
-            }
-        }
-    }
-
-    fn record(
-        &self,
-        decision: &str,
-        name: &str,
-        text: &[u8],
-        rule: Option<&str>,
-        reason: Option<&str>,
-    ) {
-        if let Some(audit) = &self.audit {
-            let command = String::from_utf8_lossy(text);
-            let cwd = &self.supervisor.config().cwd;
-            if let Err(error) = audit.record(name, &command, cwd, decision, rule, reason) {
-                eprintln!("terminalfs: cannot write the audit log: {error}");
             }
         }
     }
@@ -300,7 +396,7 @@ impl Tree {
         text: Arc<[u8]>,
         run: Run,
         keep: Duration,
-    ) {
+    ) -> u64 {
         let id = state.take_id();
         let now = SystemTime::now();
         state.cmd.insert(name.clone(), id);
@@ -320,53 +416,77 @@ impl Tree {
                 views: HashMap::new(),
             }),
         );
+        id
     }
 
-    /// Starts a decided draft now: it leaves `ctl/` and appears under `cmd/`.
-    pub(super) fn start_draft(&self, state: &mut State, id: u64) {
+    /// Starts a decided draft: it leaves `ctl/` and appears under `cmd/` at once, as
+    /// a command whose spawn is queued (see [`Tree::start_pending`]).
+    pub(super) fn start_draft(&self, state: &mut State, effects: &mut Effects, id: u64) {
+        if !matches!(
+            state.entries.get(&id),
+            Some(Entry::Draft(Draft {
+                stage: Stage::Decided { .. },
+                ..
+            }))
+        ) {
+            return;
+        }
         let Some(Entry::Draft(draft)) = state.entries.remove(&id) else {
             return;
         };
+        let Stage::Decided { directives, .. } = draft.stage else {
+            return;
+        };
         state.ctl.remove(&draft.name);
-        let directives = draft.directives;
         let text: Arc<[u8]> = draft.text.into();
-        let job = self.supervisor.spawn(SpawnRequest {
+        let request = SpawnRequest {
             name: draft.name.clone(),
             text: text.clone(),
             timeout: directives.timeout.or(self.config.timeout),
             memory: directives.memory,
-        });
-        self.record("ran", &draft.name, &text, None, None);
+        };
         let keep = directives.keep.unwrap_or(self.config.keep);
-        self.add_command(state, draft.name, text, Run::Job(job), keep);
+        let command = self.add_command(state, draft.name, text, Run::Starting, keep);
+        queue_start(state, effects, command, request);
     }
 
-    pub(super) fn start_all_decided(&self, state: &mut State) {
+    pub(super) fn start_all_decided(&self, state: &mut State, effects: &mut Effects) {
         let decided: Vec<u64> = state
             .ctl
             .values()
-            .filter(
-                |id| matches!(state.entries.get(id), Some(Entry::Draft(d)) if d.start_at.is_some()),
-            )
+            .filter(|id| {
+                matches!(
+                    state.entries.get(id),
+                    Some(Entry::Draft(Draft {
+                        stage: Stage::Decided { .. },
+                        ..
+                    }))
+                )
+            })
             .copied()
             .collect();
         for id in decided {
-            self.start_draft(state, id);
+            self.start_draft(state, effects, id);
         }
     }
 
     /// `rm ctl/<name>`: takes back a draft that has not been decided.
-    pub(super) fn unlink_draft(&self, state: &mut State, name: &[u8]) -> FsResult<()> {
+    pub(super) fn unlink_draft(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        name: &[u8],
+    ) -> FsResult<()> {
         let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
         let id = *state.ctl.get(name).ok_or(Errno(libc::ENOENT))?;
         if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
-            if draft.start_at.is_some() {
+            if matches!(draft.stage, Stage::Deciding | Stage::Decided { .. }) {
                 // Decided: it is about to run and can no longer be taken back.
                 return Err(Errno(libc::EBUSY));
             }
         }
         state.ctl.remove(name);
-        state.entries.remove(&id);
+        effects.discard_entry(state.entries.remove(&id));
         Ok(())
     }
 
@@ -408,4 +528,10 @@ impl Tree {
         }
         Ok(())
     }
+}
+
+/// A write was refused: the draft takes no more and is denied at its last close.
+fn refuse(draft: &mut Draft, refusal: Refusal) {
+    let writers = draft.writers();
+    draft.stage = Stage::Refused { writers, refusal };
 }

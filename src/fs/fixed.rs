@@ -69,11 +69,10 @@ pub(super) fn dir_perm(ino: u64) -> u16 {
 
 impl Tree {
     fn site<'a>(&'a self, state: &State) -> pages::Site<'a> {
-        let supervisor = self.supervisor.config();
         pages::Site {
             mount: self.config.mount.as_deref(),
-            shell: &supervisor.shell,
-            cwd: &supervisor.cwd,
+            shell: self.spawner.shell(),
+            cwd: self.spawner.cwd(),
             settings: self.policy.path(),
             rules: self.policy.rule_count(),
             commands: state.cmd.len(),
@@ -96,7 +95,9 @@ impl Tree {
                     .filter_map(|id| state.command(*id))
                     .map(|c| {
                         let (exitcode, dropped) = match &c.run {
-                            super::state::Run::Denied { .. } => (None, 0),
+                            super::state::Run::Denied { .. } | super::state::Run::Starting => {
+                                (None, 0)
+                            }
                             super::state::Run::Job(job) => {
                                 let s = job.snapshot();
                                 let code = match s.phase {

@@ -1,11 +1,12 @@
 //! Open handles and what they read: open, read, write, close, directory listings,
 //! and the view inodes a lookup makes once a stream has dropped bytes.
 
+use super::effects::{Discarded, Effect, Effects};
 use super::fixed;
 use super::names::{self, Slot};
 use super::pages;
 use super::slots::{self, How};
-use super::state::{Body, Entry, Node, Run, State, ViewEntry};
+use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read};
 use super::Tree;
 use crate::supervisor::ring::View;
@@ -95,12 +96,15 @@ impl Tree {
         let Some(names::Dynamic::File(id, _)) = names::decode(ino) else {
             return;
         };
+        let mut gone = None;
         if let Some(Entry::View(view)) = state.entries.get_mut(&id) {
             view.lookups = view.lookups.saturating_sub(count);
             if view.lookups == 0 {
-                state.entries.remove(&id);
+                gone = state.entries.remove(&id);
             }
         }
+        drop(state);
+        drop(gone);
     }
 
     // ----- listing ------------------------------------------------------------------
@@ -108,9 +112,12 @@ impl Tree {
     /// Opens a directory: the listing is taken now (starting every decided command
     /// first when the directory is `cmd/`) and served from the handle.
     pub fn opendir(&self, ino: u64) -> FsResult<u64> {
-        let mut state = self.state.lock();
+        self.locked(|state, effects| self.opendir_locked(state, effects, ino))
+    }
+
+    fn opendir_locked(&self, state: &mut State, effects: &mut Effects, ino: u64) -> FsResult<u64> {
         if ino == names::CMD {
-            self.start_all_decided(&mut state);
+            self.start_all_decided(state, effects);
         }
         let mut listing = vec![
             (ino, Kind::Dir, ".".to_string()),
@@ -162,16 +169,26 @@ impl Tree {
     }
 
     pub fn releasedir(&self, fh: u64) {
-        self.state.lock().handles.remove(&fh);
+        let handle = self.state.lock().handles.remove(&fh);
+        drop(handle);
     }
 
     // ----- open, read, write, close -------------------------------------------------
 
     pub fn open(&self, ino: u64, mode: OpenMode) -> FsResult<Opened> {
+        self.locked(|state, effects| self.open_locked(state, effects, ino, mode))
+    }
+
+    fn open_locked(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        ino: u64,
+        mode: OpenMode,
+    ) -> FsResult<Opened> {
         let OpenMode { write, append } = mode;
-        let mut state = self.state.lock();
         if ino == names::CMD_INDEX {
-            self.start_all_decided(&mut state);
+            self.start_all_decided(state, effects);
         }
         let missing = Errno(libc::ENOENT);
         let (owner, body, direct_io) = match state.resolve(ino)? {
@@ -180,16 +197,18 @@ impl Tree {
                 if write {
                     return Err(Errno(libc::EACCES));
                 }
-                let page = self.render_page(&state, ino);
+                let page = self.render_page(state, ino);
                 return Ok(opened(state.add_handle(None, Body::Fixed(page)), false));
             }
             Node::Draft(id, draft) => {
                 if write {
-                    if draft.start_at.is_some() || draft.refusal.is_some() || draft.writers > 0 {
+                    if !draft.writable() || draft.writers() > 0 {
                         return Err(Errno(libc::EEXIST));
                     }
                     let draft = state.draft_mut(id).ok_or(missing)?;
-                    draft.writers += 1;
+                    if let Stage::Writing { writers, .. } = &mut draft.stage {
+                        *writers += 1;
+                    }
                     draft.touched = std::time::Instant::now();
                 }
                 (id, Body::Draft { write, append }, true)
@@ -308,13 +327,13 @@ impl Tree {
     }
 
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
-        let mut state = self.state.lock();
+        let state = self.state.lock();
         let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
         match (&handle.body, handle.owner) {
             (Body::Kill { job }, _) => {
                 let job = job.clone();
                 drop(state);
-                self.supervisor
+                self.spawner
                     .kill(&job, "killed: a write to its kill file stopped it");
                 Ok(data.len() as u32)
             }
@@ -326,7 +345,8 @@ impl Tree {
                 Some(owner),
             ) => {
                 let append = *append;
-                self.write_draft(&mut state, owner, append, offset, data)
+                drop(state);
+                self.write_draft(owner, append, offset, data)
             }
             _ => Err(Errno(libc::EBADF)),
         }
@@ -334,29 +354,28 @@ impl Tree {
 
     /// The last close of a handle. For a draft's writer this decides the command.
     pub fn release(&self, fh: u64) {
-        let mut state = self.state.lock();
-        let Some(handle) = state.handles.remove(&fh) else {
-            return;
-        };
-        let Some(owner) = handle.owner else {
-            return;
-        };
-        match state.entries.get_mut(&owner) {
-            Some(Entry::Draft(_)) => {
-                if let Body::Draft { write: true, .. } = handle.body {
-                    self.release_writer(&mut state, owner);
-                }
-            }
-            Some(Entry::Command(command)) => {
-                command.open = command.open.saturating_sub(1);
-                if command.open == 0 {
-                    command.idle_since = SystemTime::now();
-                    if !command.listed {
-                        state.entries.remove(&owner);
+        let writer = self.locked(|state, effects| {
+            let handle = state.handles.remove(&fh)?;
+            let owner = handle.owner?;
+            let writer = matches!(handle.body, Body::Draft { write: true, .. });
+            effects.push(Effect::Discard(Discarded::Handle(handle)));
+            match state.entries.get_mut(&owner) {
+                Some(Entry::Draft(_)) => return writer.then_some(owner),
+                Some(Entry::Command(command)) => {
+                    command.open = command.open.saturating_sub(1);
+                    if command.open == 0 {
+                        command.idle_since = SystemTime::now();
+                        if !command.listed {
+                            effects.discard_entry(state.entries.remove(&owner));
+                        }
                     }
                 }
+                Some(Entry::View(_)) | None => {}
             }
-            Some(Entry::View(_)) | None => {}
+            None
+        });
+        if let Some(owner) = writer {
+            self.release_writer(owner);
         }
     }
 }

@@ -15,6 +15,7 @@
 //! `handles` (open, read, write, close, listings and view inodes), `pages` (rendering).
 
 mod drafts;
+mod effects;
 mod fixed;
 mod handles;
 pub mod names;
@@ -23,33 +24,35 @@ mod slots;
 mod state;
 mod types;
 
+pub use effects::{Hooks, Spawner};
 pub use types::{
-    Attr, Errno, FsResult, Kind, Lookup, OpenMode, Opened, Read, TreeConfig, GROWING_BLKSIZE,
-    MAX_COMMAND,
+    Attr, Errno, FsResult, Kind, Later, Lookup, OpenMode, Opened, Read, TreeConfig,
+    GROWING_BLKSIZE, MAX_COMMAND,
 };
 
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
-use crate::supervisor::Supervisor;
+use effects::{Effect, Effects};
 use names::{Dynamic, Slot};
 use parking_lot::Mutex;
-use state::{Entry, Node, Run, State};
-use std::sync::Arc;
+use state::{Entry, Node, Run, Stage, State};
+use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime};
 
 pub struct Tree {
     config: TreeConfig,
     started: SystemTime,
     state: Mutex<State>,
-    supervisor: Arc<Supervisor>,
+    spawner: Arc<dyn Spawner>,
     policy: Arc<Policy>,
     audit: Option<Audit>,
+    hooks: OnceLock<Hooks>,
 }
 
 impl Tree {
     pub fn new(
         config: TreeConfig,
-        supervisor: Arc<Supervisor>,
+        spawner: Arc<dyn Spawner>,
         policy: Arc<Policy>,
         audit: Option<Audit>,
     ) -> Tree {
@@ -57,9 +60,10 @@ impl Tree {
             config,
             started: SystemTime::now(),
             state: Mutex::new(State::new()),
-            supervisor,
+            spawner,
             policy,
             audit,
+            hooks: OnceLock::new(),
         }
     }
 
@@ -115,10 +119,22 @@ impl Tree {
     // ----- lookup -------------------------------------------------------------------
 
     pub fn lookup(&self, parent: u64, name: &[u8]) -> FsResult<Lookup> {
-        let mut state = self.state.lock();
+        self.locked(|state, effects| self.lookup_locked(state, effects, parent, name))
+    }
+
+    fn lookup_locked(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        parent: u64,
+        name: &[u8],
+    ) -> FsResult<Lookup> {
         let missing = Errno(libc::ENOENT);
         let children = match state.resolve(parent)? {
             Node::Dir(_, children) => children,
+            Node::CommandDir(_, command) if matches!(command.run, Run::Starting) => {
+                return Ok(Lookup::Later(Later::Start))
+            }
             Node::CommandDir(id, command) => {
                 let slot = std::str::from_utf8(name)
                     .ok()
@@ -126,7 +142,7 @@ impl Tree {
                     .filter(|slot| slots::visible_slots(command).contains(slot))
                     .ok_or(missing)?;
                 if slots::row_of(slot).how.is_stream() {
-                    if let Some(view) = self.stream_lookup(&mut state, id, slot) {
+                    if let Some(view) = self.stream_lookup(state, id, slot) {
                         return Ok(Lookup::Found(view));
                     }
                 }
@@ -137,27 +153,35 @@ impl Tree {
             Node::Page(_) | Node::CommandFile(..) | Node::View(..) => return Err(missing),
         };
         if let Some((_, ino, _)) = children.iter().find(|(n, _, _)| n.as_bytes() == name) {
-            return self.attr_locked(&state, *ino).map(Lookup::Found);
+            return self.attr_locked(state, *ino).map(Lookup::Found);
         }
         let text_name = std::str::from_utf8(name).map_err(|_| missing)?;
         match parent {
             names::CTL => {
                 let id = *state.ctl.get(text_name).ok_or(missing)?;
-                self.attr_locked(&state, names::entry_ino(id))
+                self.attr_locked(state, names::entry_ino(id))
                     .map(Lookup::Found)
             }
             names::CMD => {
                 if let Some(&draft_id) = state.ctl.get(text_name) {
                     if let Some(Entry::Draft(draft)) = state.entries.get(&draft_id) {
-                        if draft.start_at.is_some() {
-                            self.start_draft(&mut state, draft_id);
-                        } else if draft.writers > 0 && draft.flushed_after_write {
-                            return Ok(Lookup::Later);
+                        match draft.stage {
+                            Stage::Decided { .. } => {
+                                self.start_draft(state, effects, draft_id);
+                            }
+                            Stage::Deciding => return Ok(Lookup::Later(Later::Start)),
+                            Stage::Writing {
+                                writers, flushed, ..
+                            } if writers > 0 && flushed => return Ok(Lookup::Later(Later::Close)),
+                            _ => {}
                         }
                     }
                 }
                 let id = *state.cmd.get(text_name).ok_or(missing)?;
-                self.attr_locked(&state, names::entry_ino(id))
+                if matches!(state.command(id), Some(c) if matches!(c.run, Run::Starting)) {
+                    return Ok(Lookup::Later(Later::Start));
+                }
+                self.attr_locked(state, names::entry_ino(id))
                     .map(Lookup::Found)
             }
             _ => Err(missing),
@@ -167,14 +191,23 @@ impl Tree {
     // ----- removal ------------------------------------------------------------------
 
     pub fn unlink(&self, parent: u64, name: &[u8]) -> FsResult<()> {
-        let mut state = self.state.lock();
+        self.locked(|state, effects| self.unlink_locked(state, effects, parent, name))
+    }
+
+    fn unlink_locked(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        parent: u64,
+        name: &[u8],
+    ) -> FsResult<()> {
         let id = match state.resolve(parent) {
             Ok(Node::Dir(..)) => {
                 if name == b"index.md" {
                     return Err(Errno(libc::EPERM));
                 }
                 return match parent {
-                    names::CTL => self.unlink_draft(&mut state, name),
+                    names::CTL => self.unlink_draft(state, effects, name),
                     names::CMD => {
                         let known =
                             std::str::from_utf8(name).is_ok_and(|n| state.cmd.contains_key(n));
@@ -203,41 +236,53 @@ impl Tree {
     /// Removes `cmd/<name>`, stopping it first if it runs. Readers that hold one of its
     /// files open keep reading until they close.
     pub fn rmdir(&self, parent: u64, name: &[u8]) -> FsResult<()> {
-        let mut state = self.state.lock();
-        if parent != names::CMD {
-            return Err(Errno(if fixed::children(parent).is_some() {
-                libc::EPERM
-            } else {
-                libc::ENOTDIR
-            }));
-        }
-        let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
-        let id = *state.cmd.get(name).ok_or(Errno(libc::ENOENT))?;
-        self.remove_command(&mut state, id, "killed: its directory was removed");
-        Ok(())
+        self.locked(|state, effects| {
+            if parent != names::CMD {
+                return Err(Errno(if fixed::children(parent).is_some() {
+                    libc::EPERM
+                } else {
+                    libc::ENOTDIR
+                }));
+            }
+            let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
+            let id = *state.cmd.get(name).ok_or(Errno(libc::ENOENT))?;
+            remove_command(state, effects, id, "killed: its directory was removed");
+            Ok(())
+        })
     }
+}
 
-    fn remove_command(&self, state: &mut State, id: u64, why: &str) {
-        let Some(command) = state.command_mut(id) else {
-            return;
-        };
-        if let Run::Job(job) = &command.run {
-            self.supervisor.kill(job, why);
-        }
-        command.listed = false;
-        let (name, open) = (command.name.clone(), command.open);
-        state.cmd.remove(&name);
-        if open == 0 {
-            state.entries.remove(&id);
-        }
+/// Takes a command off `cmd/`, stopping it if it runs; its entry goes once no handle
+/// is open on it.
+fn remove_command(state: &mut State, effects: &mut Effects, id: u64, why: &'static str) {
+    let Some(command) = state.command_mut(id) else {
+        return;
+    };
+    if let Run::Job(job) = &command.run {
+        effects.push(Effect::Kill {
+            job: job.clone(),
+            why,
+        });
     }
+    command.listed = false;
+    let (name, open) = (command.name.clone(), command.open);
+    state.cmd.remove(&name);
+    if open == 0 {
+        effects.discard_entry(state.entries.remove(&id));
+    }
+}
 
+impl Tree {
     // ----- time ---------------------------------------------------------------------
 
     /// Periodic work: start commands whose settle time is over, free abandoned drafts,
-    /// and remove stopped commands nobody has looked at for their keep time.
+    /// and remove stopped commands nobody has looked at for their keep time. It only
+    /// decides; the spawns it queues run in [`Tree::start_pending`].
     pub fn tick(&self) {
-        let mut state = self.state.lock();
+        self.locked(|state, effects| self.tick_locked(state, effects));
+    }
+
+    fn tick_locked(&self, state: &mut State, effects: &mut Effects) {
         let now = Instant::now();
         let wall = SystemTime::now();
         let mut due = Vec::new();
@@ -245,22 +290,22 @@ impl Tree {
         let mut expired = Vec::new();
         for (id, entry) in &state.entries {
             match entry {
-                Entry::Draft(draft) => {
-                    if draft.start_at.is_some_and(|at| at <= now) {
-                        due.push(*id);
-                    } else if draft.start_at.is_none()
-                        && draft.writers == 0
-                        && now.duration_since(draft.touched) >= self.config.keep
+                Entry::Draft(draft) => match draft.stage {
+                    Stage::Decided { start_at, .. } if start_at <= now => due.push(*id),
+                    Stage::Writing { writers: 0, .. }
+                        if now.duration_since(draft.touched) >= self.config.keep =>
                     {
-                        abandoned.push(*id);
+                        abandoned.push(*id)
                     }
-                }
+                    _ => {}
+                },
                 Entry::Command(command) => {
                     if !command.listed || command.pinned || command.open > 0 {
                         continue;
                     }
                     let stopped_at = match &command.run {
                         Run::Denied { .. } => Some(command.created),
+                        Run::Starting => None,
                         Run::Job(job) => job.snapshot().finished_at,
                     };
                     let Some(stopped_at) = stopped_at else {
@@ -275,7 +320,7 @@ impl Tree {
             }
         }
         for id in due {
-            self.start_draft(&mut state, id);
+            self.start_draft(state, effects, id);
         }
         for id in abandoned {
             if let Some(Entry::Draft(draft)) = state.entries.remove(&id) {
@@ -283,7 +328,7 @@ impl Tree {
             }
         }
         for id in expired {
-            self.remove_command(&mut state, id, "");
+            remove_command(state, effects, id, "");
         }
     }
 }

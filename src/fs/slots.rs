@@ -153,7 +153,7 @@ impl Facts<'_> {
             run: &command.run,
             snapshot: match &command.run {
                 Run::Job(job) => Some(job.snapshot()),
-                Run::Denied { .. } => None,
+                Run::Denied { .. } | Run::Starting => None,
             },
         }
     }
@@ -188,6 +188,7 @@ fn exitcode(facts: &Facts) -> Option<Vec<u8>> {
 fn reason(facts: &Facts) -> Option<Vec<u8>> {
     match facts.run {
         Run::Denied { reason } => line(reason),
+        Run::Starting => None,
         Run::Job(_) => facts.snapshot.as_ref()?.reason.as_ref().and_then(line),
     }
 }
@@ -206,6 +207,8 @@ fn result(facts: &Facts) -> Option<Vec<u8>> {
 pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
     let (denied, running, has_reason) = match &command.run {
         Run::Denied { .. } => (true, false, true),
+        // Nobody should look: lookups under it wait for its job.
+        Run::Starting => (true, false, false),
         Run::Job(job) => {
             let snapshot = job.snapshot();
             (

@@ -6,30 +6,73 @@ use super::names::{self, Dynamic, Slot};
 use super::types::{Errno, FsResult, Kind};
 use crate::policy::Directives;
 use crate::supervisor::ring::View;
-use crate::supervisor::{Job, Stream};
-use std::collections::{BTreeMap, HashMap};
+use crate::supervisor::{Job, SpawnRequest, Stream};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 pub(super) struct Draft {
     pub name: String,
     pub text: Vec<u8>,
-    pub writers: u32,
-    /// A writer closed a descriptor after writing; the final RELEASE may follow.
-    pub flushed_after_write: bool,
-    /// Set when the command was decided; it starts at this instant.
-    pub start_at: Option<Instant>,
-    /// Set when a write was refused; the last close turns it into a denied command.
-    pub refusal: Option<Refusal>,
-    /// Length of the text at the last check on a write.
-    pub checked_len: usize,
-    /// The whole text passed the check at a close and has not changed since, so the
-    /// decision need not check it again.
-    pub passed_close: bool,
-    /// The `#terminalfs` lines, read when the command was decided.
-    pub directives: Directives,
+    /// Bumped by every change of the text, so a check made outside the lock is
+    /// applied only to the text it saw.
+    pub version: u64,
     pub modified: SystemTime,
     pub touched: Instant,
+    pub stage: Stage,
+}
+
+/// Where a draft is in its life, with what that stage needs to know.
+pub(super) enum Stage {
+    /// Open to writers (`writers` may be 0: created, or closed with nothing in it).
+    Writing {
+        writers: u32,
+        /// A writer closed a descriptor after its last write; the final RELEASE
+        /// may follow.
+        flushed: bool,
+        /// Length of the text at the last check on a write.
+        checked_len: usize,
+        /// The version of the text that passed the whole check at a close.
+        passed: Option<u64>,
+    },
+    /// A write was refused; the last close turns it into a denied command.
+    Refused { writers: u32, refusal: Refusal },
+    /// The last writer closed; the whole text is being checked outside the lock.
+    Deciding,
+    /// Accepted: it starts at `start_at`, or when something looks for it under `cmd/`.
+    Decided {
+        start_at: Instant,
+        /// The `#terminalfs` lines.
+        directives: Directives,
+    },
+}
+
+impl Draft {
+    /// Whether writers may still open and change it.
+    pub fn writable(&self) -> bool {
+        matches!(self.stage, Stage::Writing { .. })
+    }
+
+    pub fn writers(&self) -> u32 {
+        match self.stage {
+            Stage::Writing { writers, .. } | Stage::Refused { writers, .. } => writers,
+            Stage::Deciding | Stage::Decided { .. } => 0,
+        }
+    }
+
+    /// The text was changed: checks made before no longer hold.
+    pub fn changed(&mut self) {
+        self.version += 1;
+        self.modified = SystemTime::now();
+        self.touched = Instant::now();
+        if let Stage::Writing {
+            flushed, passed, ..
+        } = &mut self.stage
+        {
+            *flushed = false;
+            *passed = None;
+        }
+    }
 }
 
 /// Why a command will not run, and which rule said so (if one did).
@@ -46,7 +89,12 @@ impl Refusal {
 }
 
 pub(super) enum Run {
-    Denied { reason: String },
+    Denied {
+        reason: String,
+    },
+    /// Decided and queued for its spawn, which happens outside the tree lock; lookups
+    /// under it wait until the job exists.
+    Starting,
     Job(Arc<Job>),
 }
 
@@ -55,6 +103,7 @@ impl Run {
     pub fn status_word(&self) -> &'static str {
         match self {
             Run::Denied { .. } => "denied",
+            Run::Starting => "running",
             Run::Job(job) => match job.outcome() {
                 None => "running",
                 Some(true) => "completed",
@@ -148,6 +197,8 @@ pub(super) struct State {
     pub ctl: BTreeMap<String, u64>,
     pub cmd: BTreeMap<String, u64>,
     pub handles: HashMap<u64, Handle>,
+    /// Commands waiting for their spawn, oldest first.
+    pub starts: VecDeque<(u64, SpawnRequest)>,
 }
 
 /// What an inode is, found by [`State::resolve`].

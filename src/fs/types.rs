@@ -77,9 +77,18 @@ pub enum Read {
 
 pub enum Lookup {
     Found(Attr),
+    /// Not known yet; ask again after the tree reports a change.
+    Later(Later),
+}
+
+/// What a lookup that has to wait is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Later {
     /// A writer of `ctl/<name>` has closed but its last close is still on its way;
-    /// ask again after the next release.
-    Later,
+    /// it may never come (the writer may keep the file open), so wait briefly.
+    Close,
+    /// The tree is at work on it (checking its text, or spawning it); it will finish.
+    Start,
 }
 
 /// Settings the tree needs, fixed at start.

@@ -1,0 +1,199 @@
+//! Decide under the lock, act after it. Tree operations decide what must happen while
+//! they hold the tree lock and leave it here as [`Effect`]s; the effects run once the
+//! lock is released, so no request waits behind a fork, a signal, a cgroup write or
+//! an audit line of another.
+//!
+//! Spawns are queued in the state and run by [`Tree::start_pending`], on a thread of
+//! the caller's choosing; a command waiting for its spawn is [`Run::Starting`] and
+//! lookups under it are answered once its job exists.
+
+use super::state::{Entry, Handle, Run, State};
+use super::Tree;
+use crate::supervisor::{Job, SpawnRequest, Supervisor};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Starts and stops commands for the tree. The supervisor is the real one; tests of
+/// the tree use a fake that records what it was asked.
+pub trait Spawner: Send + Sync {
+    /// Starts a command; never fails (a command that cannot start is a job that has
+    /// stopped, with the reason on its stderr).
+    fn spawn(&self, request: SpawnRequest) -> Arc<Job>;
+    /// Stops a job (SIGTERM, then SIGKILL after a grace); nothing for a stopped one.
+    fn kill(&self, job: &Arc<Job>, why: &str);
+    /// The shell commands run in, for the pages.
+    fn shell(&self) -> &Path;
+    /// The directory commands run in, for the pages and the audit log.
+    fn cwd(&self) -> &Path;
+}
+
+impl Spawner for Supervisor {
+    fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
+        Supervisor::spawn(self, request)
+    }
+
+    fn kill(&self, job: &Arc<Job>, why: &str) {
+        Supervisor::kill(self, job, why)
+    }
+
+    fn shell(&self) -> &Path {
+        &self.config().shell
+    }
+
+    fn cwd(&self) -> &Path {
+        &self.config().cwd
+    }
+}
+
+/// Callbacks the tree calls after releasing its lock.
+pub struct Hooks {
+    /// Something a parked lookup may be waiting for happened (a decision, a spawn).
+    pub changed: Box<dyn Fn() + Send + Sync>,
+    /// Spawns were queued: call [`Tree::start_pending`] soon, off the request thread.
+    pub start_wanted: Box<dyn Fn() + Send + Sync>,
+}
+
+/// One thing to do once the tree lock is released.
+pub(super) enum Effect {
+    Kill {
+        job: Arc<Job>,
+        why: &'static str,
+    },
+    Audit {
+        decision: &'static str,
+        name: String,
+        text: Arc<[u8]>,
+        rule: Option<String>,
+        reason: Option<String>,
+    },
+    /// Dropped outside the lock: the last reference to a job drops its cgroup, which
+    /// removes a directory.
+    Discard(Discarded),
+    StartWanted,
+    Changed,
+}
+
+pub(super) enum Discarded {
+    Entry(#[allow(dead_code)] Entry),
+    Handle(#[allow(dead_code)] Handle),
+}
+
+/// What one operation leaves to do after the lock.
+#[derive(Default)]
+pub(super) struct Effects(Vec<Effect>);
+
+impl Effects {
+    pub fn push(&mut self, effect: Effect) {
+        self.0.push(effect);
+    }
+
+    pub fn discard_entry(&mut self, entry: Option<Entry>) {
+        if let Some(entry) = entry {
+            self.0.push(Effect::Discard(Discarded::Entry(entry)));
+        }
+    }
+}
+
+impl Tree {
+    /// Runs `operation` under the tree lock, then what it left to do.
+    pub(super) fn locked<T>(&self, operation: impl FnOnce(&mut State, &mut Effects) -> T) -> T {
+        let mut effects = Effects::default();
+        let result = {
+            let mut state = self.state.lock();
+            operation(&mut state, &mut effects)
+        };
+        self.perform(effects);
+        result
+    }
+
+    pub(super) fn perform(&self, effects: Effects) {
+        for effect in effects.0 {
+            match effect {
+                Effect::Kill { job, why } => self.spawner.kill(&job, why),
+                Effect::Audit {
+                    decision,
+                    name,
+                    text,
+                    rule,
+                    reason,
+                } => self.record(decision, &name, &text, rule.as_deref(), reason.as_deref()),
+                Effect::Discard(discarded) => drop(discarded),
+                Effect::StartWanted => {
+                    if let Some(hooks) = self.hooks.get() {
+                        (hooks.start_wanted)();
+                    }
+                }
+                Effect::Changed => {
+                    if let Some(hooks) = self.hooks.get() {
+                        (hooks.changed)();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets the callbacks; the first call wins.
+    pub fn set_hooks(&self, hooks: Hooks) {
+        let _ = self.hooks.set(hooks);
+    }
+
+    /// Runs every queued spawn, one at a time and each outside the lock, then gives
+    /// each job to its command (or stops it, if its directory went meanwhile).
+    pub fn start_pending(&self) {
+        loop {
+            let Some((id, request)) = self.state.lock().starts.pop_front() else {
+                return;
+            };
+            let (name, text) = (request.name.clone(), request.text.clone());
+            let job = self.spawner.spawn(request);
+            self.record("ran", &name, &text, None, None);
+            self.locked(|state, effects| {
+                match state.command_mut(id) {
+                    Some(command) => {
+                        command.run = Run::Job(job.clone());
+                        if !command.listed {
+                            effects.push(Effect::Kill {
+                                job,
+                                why: "killed: its directory was removed",
+                            });
+                        }
+                    }
+                    None => effects.push(Effect::Kill {
+                        job,
+                        why: "killed: its directory was removed",
+                    }),
+                }
+                effects.push(Effect::Changed);
+            });
+        }
+    }
+
+    /// Appends a decision to the audit log; a failure goes to the log, not the user.
+    fn record(
+        &self,
+        decision: &str,
+        name: &str,
+        text: &[u8],
+        rule: Option<&str>,
+        reason: Option<&str>,
+    ) {
+        if let Some(audit) = &self.audit {
+            let command = String::from_utf8_lossy(text);
+            let cwd = self.spawner.cwd();
+            if let Err(error) = audit.record(name, &command, cwd, decision, rule, reason) {
+                eprintln!("terminalfs: cannot write the audit log: {error}");
+            }
+        }
+    }
+}
+
+/// Queues the spawn of a decided draft's command.
+pub(super) fn queue_start(
+    state: &mut State,
+    effects: &mut Effects,
+    id: u64,
+    request: SpawnRequest,
+) {
+    state.starts.push_back((id, request));
+    effects.push(Effect::StartWanted);
+}
