@@ -1,6 +1,7 @@
 //! Parsing of the human units used on the command line and in directives:
 //! durations such as `250ms`, `30s`, `10m`, `1h` (a bare number means seconds) and
-//! sizes such as `512`, `64k`, `16m`, `2g` (binary multiples; a bare number means bytes).
+//! sizes such as `512`, `64k`, `16m`, `2g` (binary multiples; a bare number means bytes),
+//! and terminal sizes such as `120x40` (columns by rows).
 //! Pure functions, shared by the CLI and the `#terminalfs` directive parser.
 
 use std::time::Duration;
@@ -89,6 +90,64 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// The most columns or rows a terminal may have, and the most cells in all.
+pub const MAX_SIDE: u16 = 1000;
+pub const MAX_CELLS: u32 = 100_000;
+
+/// A terminal's size in character cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TerminalSize {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+impl Default for TerminalSize {
+    fn default() -> TerminalSize {
+        TerminalSize {
+            cols: 120,
+            rows: 40,
+        }
+    }
+}
+
+impl TerminalSize {
+    /// A size no smaller than 1x1 and no larger than [`MAX_SIDE`] a side and
+    /// [`MAX_CELLS`] in all, or why not.
+    pub fn new(cols: u32, rows: u32) -> Result<TerminalSize, String> {
+        if cols == 0 || rows == 0 {
+            return Err(format!(
+                "a terminal of {cols}x{rows} has no cells; give COLSxROWS of at least 1x1"
+            ));
+        }
+        let side = u32::from(MAX_SIDE);
+        if cols > side || rows > side || cols.saturating_mul(rows) > MAX_CELLS {
+            return Err(format!(
+                "a terminal of {cols}x{rows} is too large: at most {MAX_SIDE} columns, \
+                 {MAX_SIDE} rows and {MAX_CELLS} cells"
+            ));
+        }
+        Ok(TerminalSize {
+            cols: cols as u16,
+            rows: rows as u16,
+        })
+    }
+
+    /// Reads `COLSxROWS`, such as `120x40`.
+    pub fn parse(text: &str) -> Result<TerminalSize, String> {
+        let parts = text.split_once(['x', 'X']);
+        let number = |part: &str| {
+            (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| part.parse::<u32>().unwrap_or(u32::MAX))
+        };
+        match parts.and_then(|(cols, rows)| Some((number(cols)?, number(rows)?))) {
+            Some((cols, rows)) => TerminalSize::new(cols, rows),
+            None => Err(format!(
+                "'{text}' is not a terminal size; write COLSxROWS, such as 120x40"
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +188,39 @@ mod tests {
     fn format_round_trips() {
         for text in ["250ms", "30s", "10m", "1h", "0s"] {
             assert_eq!(format_duration(parse_duration(text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn terminal_sizes() {
+        assert_eq!(
+            TerminalSize::parse("120x40"),
+            Ok(TerminalSize {
+                cols: 120,
+                rows: 40
+            })
+        );
+        assert_eq!(
+            TerminalSize::default(),
+            TerminalSize::parse("120x40").unwrap()
+        );
+        assert_eq!(TerminalSize::parse("1X1").unwrap().cols, 1);
+        assert!(TerminalSize::parse("1000x100").is_ok());
+        for (bad, needle) in [
+            ("0x0", "no cells"),
+            ("80x0", "no cells"),
+            ("100000x1", "too large"),
+            ("99999999999999999999x1", "too large"),
+            ("1001x1", "too large"),
+            ("1000x1000", "too large"),
+            ("80", "COLSxROWS"),
+            ("x24", "COLSxROWS"),
+            ("80x-1", "COLSxROWS"),
+            ("80x24x2", "COLSxROWS"),
+            ("+80x24", "COLSxROWS"),
+        ] {
+            let err = TerminalSize::parse(bad).expect_err(bad);
+            assert!(err.contains(needle), "{bad}: {err}");
         }
     }
 }

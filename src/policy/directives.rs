@@ -8,10 +8,26 @@
 //! and `keep` (a duration), read with the same units as the command line. A later pair
 //! overrides an earlier one. Any unknown key or bad value refuses the command, with a
 //! reason naming it, rather than running it with a limit silently missing.
+//!
+//! Two words say what the command reads: `stdin` gives it a pipe that `cmd/<name>/stdin`
+//! writes into, `tty` (or `tty=COLSxROWS`, 120x40 unless given) a terminal. `tty` wins
+//! over `stdin`, since a terminal takes input too.
 
 use std::time::Duration;
 
-use crate::units::{parse_duration, parse_size};
+use crate::units::{parse_duration, parse_size, TerminalSize};
+
+/// What a command's standard input is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Input {
+    /// At end of file from the start.
+    #[default]
+    Closed,
+    /// A pipe fed by writes to `cmd/<name>/stdin`.
+    Pipe,
+    /// A terminal of this size, which is also its stdout and stderr.
+    Terminal(TerminalSize),
+}
 
 /// Limits a command sets for itself; `None` leaves the driver's setting in force.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,6 +38,7 @@ pub struct Directives {
     pub memory: Option<u64>,
     /// How long to keep the command's directory once it has stopped and is not in use.
     pub keep: Option<Duration>,
+    pub input: Input,
 }
 
 /// Reads the `#terminalfs` lines at the top of a command.
@@ -52,9 +69,23 @@ pub fn parse_directives(text: &str) -> Result<Directives, String> {
 }
 
 fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
+    match pair {
+        "stdin" => {
+            if directives.input == Input::Closed {
+                directives.input = Input::Pipe;
+            }
+            return Ok(());
+        }
+        "tty" => {
+            directives.input = Input::Terminal(TerminalSize::default());
+            return Ok(());
+        }
+        _ => {}
+    }
     let Some((key, value)) = pair.split_once('=') else {
         return Err(format!(
-            "the #terminalfs directive '{pair}' is not key=value (keys: timeout, memory, keep)"
+            "the #terminalfs directive '{pair}' is not key=value (keys: timeout, memory, keep, \
+             tty=COLSxROWS; words: stdin, tty)"
         ));
     };
     let bad = |err: String| format!("the #terminalfs directive {key}={value} is not valid: {err}");
@@ -74,10 +105,11 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
             directives.memory = Some(memory);
         }
         "keep" => directives.keep = Some(parse_duration(value).map_err(bad)?),
+        "tty" => directives.input = Input::Terminal(TerminalSize::parse(value).map_err(bad)?),
         _ => {
             return Err(format!(
                 "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \
-                 keep)"
+                 keep, tty=COLSxROWS; words: stdin, tty)"
             ))
         }
     }
@@ -135,6 +167,24 @@ mod tests {
     }
 
     #[test]
+    fn input_words() {
+        let input = |text: &str| parse_directives(text).expect(text).input;
+        assert_eq!(input("ls"), Input::Closed);
+        assert_eq!(input("#terminalfs stdin\npython3 -i"), Input::Pipe);
+        let default = Input::Terminal(TerminalSize::default());
+        assert_eq!(input("#terminalfs tty\nvi"), default);
+        assert_eq!(input("#terminalfs tty stdin\nvi"), default);
+        assert_eq!(
+            input("#terminalfs stdin\n#terminalfs tty timeout=1m\nvi"),
+            default
+        );
+        assert_eq!(
+            input("#terminalfs tty=80x24\nvi"),
+            Input::Terminal(TerminalSize { cols: 80, rows: 24 })
+        );
+    }
+
+    #[test]
     fn errors_name_the_key_or_value() {
         for (text, needle) in [
             ("#terminalfs color=red", "color"),
@@ -146,6 +196,10 @@ mod tests {
             ("#terminalfs timeout", "'timeout'"),
             ("#terminalfs =5", "unknown key ''"),
             ("# terminalfs timeout=1s bogus=2\nls", "bogus"),
+            ("#terminalfs tty=0x0", "tty=0x0"),
+            ("#terminalfs tty=100000x1", "too large"),
+            ("#terminalfs tty=wide", "COLSxROWS"),
+            ("#terminalfs stdin=yes", "unknown key 'stdin'"),
         ] {
             let err = parse_directives(text).expect_err(text);
             assert!(err.contains(needle), "{text}: {err}");

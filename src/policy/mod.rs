@@ -15,6 +15,7 @@ pub mod audit;
 pub mod directives;
 pub mod rules;
 pub mod settings;
+pub mod shell_input;
 pub mod splitter;
 
 use std::collections::HashSet;
@@ -29,9 +30,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 
 pub use audit::{default_audit_path, rfc3339, Audit};
-pub use directives::{parse_directives, Directives};
+pub use directives::{parse_directives, Directives, Input};
 pub use rules::Rule;
 pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
+pub use shell_input::{check_shell_input, runs_a_shell, SHELL_ON_TERMINAL_REASON};
 pub use splitter::{simple_commands, SimpleCommand, Split};
 
 /// The answer to "may this text run?".

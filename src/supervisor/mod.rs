@@ -14,6 +14,7 @@ pub mod cgroup;
 mod job;
 mod pump;
 pub mod ring;
+pub mod terminal;
 mod timer;
 
 pub use job::{Exit, Job, JobSnapshot, Phase, Stream};

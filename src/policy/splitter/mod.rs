@@ -37,7 +37,7 @@ mod expand;
 mod grammar;
 mod lexer;
 mod scan;
-mod wrappers;
+pub(crate) mod wrappers;
 
 use grammar::Until;
 use lexer::Heredoc;

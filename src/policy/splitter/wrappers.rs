@@ -4,7 +4,7 @@
 use super::{basename, is_assignment};
 
 /// Shells whose `-c` string is split as shell text.
-const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "csh", "tcsh", "fish",
 ];
 
