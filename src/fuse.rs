@@ -2,8 +2,9 @@
 //! the answer back into a reply. It holds no state of its own except the parking lot.
 //!
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
-//! `follow`) and lookups that race a writer's final close. No FUSE worker ever waits;
-//! the reply is stored and the worker returns. One thread (the "waker") answers parked
+//! `follow`), writes to a command's input while it is full, and lookups that race a
+//! writer's final close. No FUSE worker ever waits; the reply is stored and the worker
+//! returns. One thread (the "waker") answers parked
 //! replies when the supervisor reports news for their job, when their deadline
 //! (`--wait-timeout`) passes, or when the reading process has a signal pending (fuser
 //! does not pass FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each
@@ -13,7 +14,9 @@
 //! A second thread (the "ticker") does the tree's slow work off the request threads:
 //! the periodic tick (settle, keep, abandoned drafts) and the spawns the tree queues.
 
-use crate::fs::{Attr, Errno as TreeErrno, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree};
+use crate::fs::{
+    Attr, Errno as TreeErrno, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write,
+};
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
@@ -57,6 +60,12 @@ enum Op {
         parent: u64,
         name: OsString,
         reply: ReplyEntry,
+    },
+    /// A write to `stdin` or `keys` that found the input full; EAGAIN at the deadline.
+    Write {
+        fh: u64,
+        data: Vec<u8>,
+        reply: ReplyWrite,
     },
 }
 
@@ -316,6 +325,20 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 None
             }
         },
+        Op::Write { fh, data, reply } => match tree.write(fh, 0, &data) {
+            Ok(Write::Done(n)) => {
+                reply.written(n);
+                None
+            }
+            Ok(Write::Pending { .. }) => Some(Parked {
+                op: Op::Write { fh, data, reply },
+                ..parked
+            }),
+            Err(e) => {
+                reply.error(errno(e));
+                None
+            }
+        },
     }
 }
 
@@ -333,6 +356,7 @@ fn finish_timed_out(tree: &Tree, parked: Parked) {
             reply,
         } => reply.data(&tree.read_timed_out(fh, offset, size)),
         Op::Lookup { reply, .. } => reply.error(Errno::ENOENT),
+        Op::Write { reply, .. } => reply.error(Errno::EAGAIN),
     }
 }
 
@@ -340,6 +364,7 @@ fn finish_interrupted(parked: Parked) {
     match parked.op {
         Op::Read { reply, .. } => reply.error(Errno::EINTR),
         Op::Lookup { reply, .. } => reply.error(Errno::EINTR),
+        Op::Write { reply, .. } => reply.error(Errno::EINTR),
     }
 }
 
@@ -602,7 +627,7 @@ impl Filesystem for Driver {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -613,7 +638,20 @@ impl Filesystem for Driver {
         reply: ReplyWrite,
     ) {
         match self.tree.write(fh.0, offset, data) {
-            Ok(n) => reply.written(n),
+            Ok(Write::Done(n)) => reply.written(n),
+            Ok(Write::Pending { job }) => self.lot.park(
+                &self.tree,
+                Parked {
+                    job: Some(job),
+                    pid: req.pid(),
+                    deadline: Instant::now() + self.tree.config().wait_timeout,
+                    op: Op::Write {
+                        fh: fh.0,
+                        data: data.to_vec(),
+                        reply,
+                    },
+                },
+            ),
             Err(e) => reply.error(errno(e)),
         }
     }

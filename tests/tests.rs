@@ -6,6 +6,7 @@ mod common;
 mod deny;
 mod drafts;
 mod edges;
+mod interactive;
 mod lifetime;
 mod mount;
 mod output;

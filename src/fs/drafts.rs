@@ -6,8 +6,11 @@ use super::names::{self, BadName, Dynamic};
 use super::state::{Body, Command, Draft, Entry, Refusal, Run, Stage, State};
 use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
 use super::Tree;
-use crate::policy::{parse_directives, Verdict, NO_COMMAND_REASON};
-use crate::supervisor::SpawnRequest;
+use crate::policy::{
+    parse_directives, runs_a_shell, Input, Verdict, NO_COMMAND_REASON, SHELL_ON_TERMINAL_REASON,
+};
+use crate::supervisor::{SpawnRequest, Stdin};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -52,8 +55,8 @@ impl Tree {
         let OpenMode { write, append } = mode;
         self.locked(|state, _| {
             if let Some(Dynamic::Entry(id)) = names::decode(parent) {
-                if let Some(opened) = self.create_late_kill(state, id, name) {
-                    return Ok(opened);
+                if let Some(created) = self.create_late(state, id, name) {
+                    return created;
                 }
             }
             if parent != names::CTL {
@@ -102,7 +105,7 @@ impl Tree {
     }
 
     /// Changes a file's size or times. Only a draft that can still be written may be
-    /// resized (a redirect truncates it first); `kill` accepts a truncation.
+    /// resized (a redirect truncates it first); `kill`, `stdin` and `keys` accept a truncation.
     pub fn setattr(&self, ino: u64, size: Option<u64>) -> FsResult<Attr> {
         let mut state = self.state.lock();
         match names::decode(ino) {
@@ -132,7 +135,7 @@ impl Tree {
                 }
             }
             Some(Dynamic::File(_, slot)) => {
-                if size.is_some() && slot != names::Slot::Kill {
+                if size.is_some() && !super::slots::row_of(slot).how.is_written() {
                     return Err(Errno(libc::EACCES));
                 }
             }
@@ -363,13 +366,23 @@ impl Tree {
                 Err(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
             }
             None => parse_directives(&text)
-                .map_err(|reason| Refusal::plain(format!("refused: {reason}"))),
+                .map_err(|reason| Refusal::plain(format!("refused: {reason}")))
+                .and_then(|directives| {
+                    // Only a command that asked for input is split again here.
+                    let shell = directives.input != Input::Closed && runs_a_shell(&text);
+                    let terminal = matches!(directives.input, Input::Terminal(_));
+                    if terminal && shell && self.policy.rule_count() > 0 {
+                        return Err(Refusal::plain(SHELL_ON_TERMINAL_REASON.to_owned()));
+                    }
+                    Ok((directives, shell))
+                }),
         };
         match decision {
-            Ok(directives) => {
+            Ok((directives, shell_input)) => {
                 draft.stage = Stage::Decided {
                     start_at: Instant::now() + self.config.settle,
                     directives,
+                    shell_input,
                 };
             }
             Err(Refusal { rule, reason }) => {
@@ -384,7 +397,8 @@ impl Tree {
                 });
                 state.ctl.remove(&name);
                 effects.discard_entry(state.entries.remove(&id));
-                self.add_command(state, name, text, Run::Denied { reason }, self.config.keep);
+                let run = Run::Denied { reason };
+                self.add_command(state, name, text, run, self.config.keep, None);
             }
         }
     }
@@ -396,6 +410,7 @@ impl Tree {
         text: Arc<[u8]>,
         run: Run,
         keep: Duration,
+        script: Option<Arc<Mutex<Vec<u8>>>>,
     ) -> u64 {
         let id = state.take_id();
         let now = SystemTime::now();
@@ -414,6 +429,7 @@ impl Tree {
                 listed: true,
                 keep,
                 views: HashMap::new(),
+                script,
             }),
         );
         id
@@ -434,7 +450,12 @@ impl Tree {
         let Some(Entry::Draft(draft)) = state.entries.remove(&id) else {
             return;
         };
-        let Stage::Decided { directives, .. } = draft.stage else {
+        let Stage::Decided {
+            directives,
+            shell_input,
+            ..
+        } = draft.stage
+        else {
             return;
         };
         state.ctl.remove(&draft.name);
@@ -444,9 +465,15 @@ impl Tree {
             text: text.clone(),
             timeout: directives.timeout.or(self.config.timeout),
             memory: directives.memory,
+            stdin: match directives.input {
+                Input::Closed => Stdin::Closed,
+                Input::Pipe => Stdin::Pipe,
+                Input::Terminal(size) => Stdin::Terminal(size),
+            },
         };
         let keep = directives.keep.unwrap_or(self.config.keep);
-        let command = self.add_command(state, draft.name, text, Run::Starting, keep);
+        let script = shell_input.then(Default::default);
+        let command = self.add_command(state, draft.name, text, Run::Starting, keep, script);
         queue_start(state, effects, command, request);
     }
 

@@ -3,14 +3,15 @@
 
 use super::effects::{Discarded, Effect, Effects};
 use super::fixed;
+use super::input::log_input_error;
 use super::names::{self, Slot};
 use super::pages;
 use super::slots::{self, How};
 use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
-use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read};
+use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read, Write};
 use super::Tree;
 use crate::supervisor::ring::View;
-use crate::supervisor::Stream;
+use crate::supervisor::{InputError, Stream};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -229,7 +230,7 @@ impl Tree {
                     return Err(missing);
                 }
                 let row = slots::row_of(slot);
-                if write != matches!(row.how, How::Kill) {
+                if write != row.how.is_written() {
                     return Err(Errno(libc::EACCES));
                 }
                 let body = match (&command.run, row.how) {
@@ -245,6 +246,11 @@ impl Tree {
                     },
                     (Run::Job(job), How::Wait) => Body::Wait { job: job.clone() },
                     (Run::Job(job), How::Kill) => Body::Kill { job: job.clone() },
+                    (Run::Job(job), How::Input) => Body::Input {
+                        job: job.clone(),
+                        script: command.script.clone(),
+                    },
+                    (Run::Job(job), How::Keys) => Body::Keys { job: job.clone() },
                     _ => Body::Fixed(slots::render(command, slot).ok_or(missing)?),
                 };
                 (id, body, true)
@@ -256,23 +262,47 @@ impl Tree {
     /// `echo > cmd/<name>/kill` just after the command stopped finds no `kill` and
     /// creates one: that is a kill racing the end, which is not an error. The handle
     /// writes to a job that has stopped, which does nothing.
-    pub(super) fn create_late_kill(
+    ///
+    /// `echo > cmd/<name>/stdin` (or `keys`) where that file is not shown also comes
+    /// here, and gets the errno that says why: EPIPE once the command has stopped or
+    /// its stdin was removed, EACCES for a command started without stdin, ENOTTY for
+    /// keys to a command without a terminal.
+    pub(super) fn create_late(
         &self,
         state: &mut State,
         id: u64,
         name: &[u8],
-    ) -> Option<(Attr, Opened)> {
+    ) -> Option<FsResult<(Attr, Opened)>> {
         let command = state.command(id)?;
         let Run::Job(job) = &command.run else {
             return None;
         };
+        if name == Slot::Stdin.name().as_bytes() || name == Slot::Keys.name().as_bytes() {
+            let keys = name == Slot::Keys.name().as_bytes();
+            let (errno, why) = match job.input() {
+                Some(input) if keys && !input.is_terminal() => {
+                    (libc::ENOTTY, InputError::NotTerminal.to_string())
+                }
+                Some(_) => (libc::EPIPE, InputError::Gone.to_string()),
+                None if keys => (libc::ENOTTY, InputError::NotTerminal.to_string()),
+                None => (
+                    libc::EACCES,
+                    "it was started without stdin: start it with '#terminalfs stdin' (or \
+                     'tty')"
+                        .to_owned(),
+                ),
+            };
+            let file = if keys { "keys" } else { "stdin" };
+            log_input_error(&command.name, file, &why);
+            return Some(Err(Errno(errno)));
+        }
         if name != Slot::Kill.name().as_bytes() || command.hidden & Slot::Kill.bit() != 0 {
             return None;
         }
         let attr = slots::file_attr(id, command, Slot::Kill);
         let body = Body::Kill { job: job.clone() };
         let fh = state.add_handle(Some(id), body);
-        Some((attr, opened(fh, true)))
+        Some(Ok((attr, opened(fh, true))))
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
@@ -312,7 +342,9 @@ impl Tree {
                 }
             }
             Body::Growing { .. } | Body::Follow { .. } => unreachable!("answered above"),
-            Body::Kill { .. } | Body::Listing(_) => return Err(Errno(libc::EBADF)),
+            Body::Kill { .. } | Body::Input { .. } | Body::Keys { .. } | Body::Listing(_) => {
+                return Err(Errno(libc::EBADF))
+            }
         })
     }
 
@@ -326,16 +358,30 @@ impl Tree {
         }
     }
 
-    pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
+    pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<Write> {
         let state = self.state.lock();
         let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
+        let name = || match handle.owner.and_then(|id| state.command(id)) {
+            Some(command) => command.name.clone(),
+            None => String::new(),
+        };
         match (&handle.body, handle.owner) {
             (Body::Kill { job }, _) => {
                 let job = job.clone();
                 drop(state);
                 self.spawner
                     .kill(&job, "killed: a write to its kill file stopped it");
-                Ok(data.len() as u32)
+                Ok(Write::Done(data.len() as u32))
+            }
+            (Body::Input { job, script }, _) => {
+                let (job, script, name) = (job.clone(), script.clone(), name());
+                drop(state);
+                self.write_input(&name, &job, script.as_deref(), data)
+            }
+            (Body::Keys { job }, _) => {
+                let (job, name) = (job.clone(), name());
+                drop(state);
+                self.write_keys(&name, &job, data)
             }
             (
                 Body::Draft {
@@ -347,6 +393,7 @@ impl Tree {
                 let append = *append;
                 drop(state);
                 self.write_draft(owner, append, offset, data)
+                    .map(Write::Done)
             }
             _ => Err(Errno(libc::EBADF)),
         }

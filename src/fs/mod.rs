@@ -18,6 +18,7 @@ mod drafts;
 mod effects;
 mod fixed;
 mod handles;
+mod input;
 pub mod names;
 pub mod pages;
 mod slots;
@@ -26,12 +27,13 @@ mod types;
 
 pub use effects::{Hooks, Spawner};
 pub use types::{
-    Attr, Errno, FsResult, Kind, Later, Lookup, OpenMode, Opened, Read, TreeConfig,
+    Attr, Errno, FsResult, Kind, Later, Lookup, OpenMode, Opened, Read, TreeConfig, Write,
     GROWING_BLKSIZE, MAX_COMMAND,
 };
 
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
+use crate::supervisor::Job;
 use effects::{Effect, Effects};
 use names::{Dynamic, Slot};
 use parking_lot::Mutex;
@@ -191,23 +193,31 @@ impl Tree {
     // ----- removal ------------------------------------------------------------------
 
     pub fn unlink(&self, parent: u64, name: &[u8]) -> FsResult<()> {
-        self.locked(|state, effects| self.unlink_locked(state, effects, parent, name))
+        let closing =
+            self.locked(|state, effects| self.unlink_locked(state, effects, parent, name))?;
+        match closing {
+            Some((name, job)) => self.close_input(&name, &job),
+            None => Ok(()),
+        }
     }
 
+    /// Removes a file from a listing; for `stdin`, says whose input to close once the
+    /// lock is released (that does not pin the command: it is an action on the
+    /// command, not the removal of a view of it).
     fn unlink_locked(
         &self,
         state: &mut State,
         effects: &mut Effects,
         parent: u64,
         name: &[u8],
-    ) -> FsResult<()> {
+    ) -> FsResult<Option<(String, Arc<Job>)>> {
         let id = match state.resolve(parent) {
             Ok(Node::Dir(..)) => {
                 if name == b"index.md" {
                     return Err(Errno(libc::EPERM));
                 }
                 return match parent {
-                    names::CTL => self.unlink_draft(state, effects, name),
+                    names::CTL => self.unlink_draft(state, effects, name).map(|()| None),
                     names::CMD => {
                         let known =
                             std::str::from_utf8(name).is_ok_and(|n| state.cmd.contains_key(n));
@@ -228,9 +238,14 @@ impl Tree {
             .and_then(Slot::from_name)
             .filter(|slot| slots::visible_slots(command).contains(slot))
             .ok_or(Errno(libc::ENOENT))?;
+        if slot == Slot::Stdin {
+            if let Run::Job(job) = &command.run {
+                return Ok(Some((command.name.clone(), job.clone())));
+            }
+        }
         command.hidden |= slot.bit();
         command.pinned = true;
-        Ok(())
+        Ok(None)
     }
 
     /// Removes `cmd/<name>`, stopping it first if it runs. Readers that hold one of its
@@ -279,7 +294,28 @@ impl Tree {
     /// and remove stopped commands nobody has looked at for their keep time. It only
     /// decides; the spawns it queues run in [`Tree::start_pending`].
     pub fn tick(&self) {
-        self.locked(|state, effects| self.tick_locked(state, effects));
+        let inputs = self.locked(|state, effects| {
+            self.tick_locked(state, effects);
+            state
+                .entries
+                .values()
+                .filter_map(|entry| match entry {
+                    Entry::Command(command) => match &command.run {
+                        Run::Job(job) if job.input().is_some() && job.is_running() => {
+                            Some(job.clone())
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        });
+        // What a terminal did not take at once goes out as soon as it can.
+        for job in inputs {
+            if let Some(input) = job.input() {
+                input.flush();
+            }
+        }
     }
 
     fn tick_locked(&self, state: &mut State, effects: &mut Effects) {

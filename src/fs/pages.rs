@@ -233,7 +233,8 @@ pub fn skill(site: &Site) -> String {
          The directory `{m}` runs shell commands. Each command has a name; you start it by \
          writing its text into `{m}/ctl/<name>` and watch it in `{m}/cmd/<name>/`. \
          Commands run as `{shell} -c <text>` in `{cwd}`, with no standard input and no \
-         terminal: anything that asks a question gets end-of-file.\n\n\
+         terminal unless they ask for one (see \"Answer prompts, drive a REPL or an editor\" \
+         below): otherwise anything that asks a question gets end-of-file.\n\n\
          ## Run and wait\n\n\
          ```sh\n\
          echo 'ls -la' > {m}/ctl/listing\n\
@@ -274,6 +275,40 @@ pub fn skill(site: &Site) -> String {
          command also goes away by itself {keep} after its files were last open.\n\
          - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
          exit code, times, memory and byte counts.\n\n\
+         ## Answer prompts, drive a REPL or an editor\n\n\
+         A first line `#terminalfs stdin` gives the command a standard input: while it runs, \
+         every write to `cmd/<name>/stdin` reaches it, in order; `rm cmd/<name>/stdin` closes \
+         it (end of file).\n\n\
+         ```sh\n\
+         printf '#terminalfs stdin\\npython3 -i -q\\n' > {m}/ctl/py\n\
+         echo 'print(6*7)' >> {m}/cmd/py/stdin\n\
+         cat {m}/cmd/py/stdout\n\
+         rm {m}/cmd/py/stdin\n\
+         ```\n\n\
+         `#terminalfs tty` (or `tty=COLSxROWS`, 120x40 by default) runs it on a terminal \
+         instead, for programs that draw a screen or insist on one (editors, pagers, password \
+         prompts). Then `cmd/<name>/screen` is what the terminal shows now, as plain text, and \
+         `cmd/<name>/keys` takes key names as tmux's send-keys spells them: `Enter`, `Tab`, \
+         `Escape`, `BSpace`, `Up`, `Down`, `Left`, `Right`, `Home`, `End`, `PageUp`, \
+         `PageDown`, `F1`…`F12`, `C-c`, `C-d`, `M-x`, one character as itself, and 'quoted \
+         text' sent as it is. Read `screen` before you type: keys sent before a program is \
+         ready may be lost, as on any terminal.\n\n\
+         ```sh\n\
+         printf '#terminalfs tty=80x24\\nvi notes.txt\\n' > {m}/ctl/edit\n\
+         cat {m}/cmd/edit/screen\n\
+         echo \"i 'first line' Escape : w q Enter\" > {m}/cmd/edit/keys\n\
+         cat {m}/cmd/edit/wait\n\
+         ```\n\n\
+         - An unknown key name fails the whole write with \"Invalid argument\" and sends \
+         nothing. `stdin` also works on a terminal, for raw bytes.\n\
+         - `C-c` interrupts the program's whole process group, the shell around it included; \
+         start it with `exec` (`exec python3 -i`) to keep the shell out of the way.\n\
+         - Writes to a shell's `stdin` are checked by the deny list as one script; a refused \
+         write fails with \"Operation not permitted\" and is not delivered. A shell on a \
+         terminal is refused while any rule is in force.\n\
+         - A write that finds the input full waits up to {wait} seconds, then fails with \
+         \"Resource temporarily unavailable\"; a write after the command stopped fails with \
+         \"Broken pipe\".\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
          the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule. Do \
@@ -327,6 +362,11 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "reason": snapshot.reason,
         "containment": snapshot.containment,
         "memory_limit": snapshot.memory_limit,
+        "terminal": snapshot.terminal.map(|(size, (row, col))| json!({
+            "cols": size.cols,
+            "rows": size.rows,
+            "cursor": { "row": row, "col": col },
+        })),
     });
     let mut bytes = serde_json::to_vec_pretty(&value).expect("a JSON value always serialises");
     bytes.push(b'\n');

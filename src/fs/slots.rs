@@ -23,6 +23,12 @@ pub(super) enum When {
     Stopped,
     /// Every job; never for a denied command.
     Job,
+    /// A running job with a stdin pipe or terminal (until `stdin` is removed).
+    Input,
+    /// A job on a terminal, also once it has stopped.
+    Terminal,
+    /// A running job on a terminal.
+    TerminalRunning,
 }
 
 /// How a file is read or written.
@@ -38,9 +44,18 @@ pub(super) enum How {
     Wait,
     /// Written to stop the job.
     Kill,
+    /// Written to feed the job's stdin.
+    Input,
+    /// Written with key names for the job's terminal.
+    Keys,
 }
 
 impl How {
+    /// Whether the file is opened for writing rather than reading.
+    pub fn is_written(self) -> bool {
+        matches!(self, How::Kill | How::Input | How::Keys)
+    }
+
     /// `stdout`, `stderr` or `output`: a lookup may get a view inode.
     pub fn is_stream(self) -> bool {
         matches!(self, How::Stream(_))
@@ -56,7 +71,7 @@ pub(super) struct Row {
 }
 
 /// The files of a command directory, in listing order.
-pub(super) const ROWS: [Row; 12] = [
+pub(super) const ROWS: [Row; 15] = [
     row(
         Slot::Command,
         "command",
@@ -117,6 +132,15 @@ pub(super) const ROWS: [Row; 12] = [
         When::Job,
         How::Rendered(result),
     ),
+    row(Slot::Stdin, "stdin", 0o200, When::Input, How::Input),
+    row(
+        Slot::Screen,
+        "screen",
+        0o400,
+        When::Terminal,
+        How::Rendered(screen),
+    ),
+    row(Slot::Keys, "keys", 0o200, When::TerminalRunning, How::Keys),
 ];
 
 const fn row(slot: Slot, name: &'static str, perm: u16, when: When, how: How) -> Row {
@@ -193,6 +217,13 @@ fn reason(facts: &Facts) -> Option<Vec<u8>> {
     }
 }
 
+fn screen(facts: &Facts) -> Option<Vec<u8>> {
+    match facts.run {
+        Run::Job(job) => job.input()?.screen_text().map(String::into_bytes),
+        Run::Denied { .. } | Run::Starting => None,
+    }
+}
+
 fn result(facts: &Facts) -> Option<Vec<u8>> {
     let snapshot = facts.snapshot.as_ref()?;
     Some(pages::result_json(
@@ -218,6 +249,11 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
             )
         }
     };
+    let input = match &command.run {
+        Run::Job(job) => job.input(),
+        Run::Denied { .. } | Run::Starting => None,
+    };
+    let terminal = input.is_some_and(|input| input.is_terminal());
     ROWS.iter()
         .filter(|row| match row.when {
             When::Always => true,
@@ -225,6 +261,9 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
             When::Running => !denied && running,
             When::Stopped => !denied && !running,
             When::Job => !denied,
+            When::Input => running && input.is_some_and(|input| input.is_open()),
+            When::Terminal => terminal,
+            When::TerminalRunning => running && terminal,
         })
         .map(|row| row.slot)
         .filter(|slot| command.hidden & slot.bit() == 0)
@@ -253,7 +292,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
     let ino = super::names::file_ino(id, slot);
     let row = row_of(slot);
     let (size, mtime) = match (row.how, &command.run) {
-        (How::Follow | How::Wait | How::Kill, _) => (0, command.created),
+        (How::Follow | How::Wait | How::Kill | How::Input | How::Keys, _) => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
             let size = job.view_size(stream, &View::whole());
             let mtime = job.snapshot().finished_at.unwrap_or_else(SystemTime::now);

@@ -7,6 +7,7 @@ use super::types::{Errno, FsResult, Kind};
 use crate::policy::Directives;
 use crate::supervisor::ring::View;
 use crate::supervisor::{Job, SpawnRequest, Stream};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -44,6 +45,9 @@ pub(super) enum Stage {
         start_at: Instant,
         /// The `#terminalfs` lines.
         directives: Directives,
+        /// It asked for input and some program of it is a shell: what is written to
+        /// its stdin is checked like a command.
+        shell_input: bool,
     },
 }
 
@@ -131,6 +135,9 @@ pub(super) struct Command {
     pub keep: Duration,
     /// The newest view entry made for each stream file.
     pub views: HashMap<Slot, u64>,
+    /// For a shell reading a stdin pipe: everything written to it so far, checked as
+    /// one script before each write is delivered.
+    pub script: Option<Arc<Mutex<Vec<u8>>>>,
 }
 
 /// A fixed view of one output stream, made when a lookup found bytes dropped: its
@@ -178,6 +185,16 @@ pub(super) enum Body {
         job: Arc<Job>,
     },
     Kill {
+        job: Arc<Job>,
+    },
+    /// A writer of `stdin`. `script` holds what a shell has been given so far, which
+    /// each write is checked with; None when the program is not a shell.
+    Input {
+        job: Arc<Job>,
+        script: Option<Arc<Mutex<Vec<u8>>>>,
+    },
+    /// A writer of `keys`.
+    Keys {
         job: Arc<Job>,
     },
     Listing(Vec<(u64, Kind, String)>),

@@ -75,6 +75,15 @@ pub enum Read {
     },
 }
 
+/// What a write did.
+pub enum Write {
+    /// Took this many bytes.
+    Done(u32),
+    /// Nothing fits now (the command is not reading its input); ask again when job
+    /// `job` has news or a moment has passed, until `--wait-timeout`.
+    Pending { job: u64 },
+}
+
 pub enum Lookup {
     Found(Attr),
     /// Not known yet; ask again after the tree reports a change.

@@ -7,7 +7,7 @@
 //! of the text whose program (wrappers such as `env`, `exec`, `busybox` peeled) is a shell
 //! and is not just handed a `-c` string counts, wherever it stands in a pipeline.
 
-use crate::policy::splitter::{split, wrappers::SHELLS};
+use crate::policy::splitter::{split, SHELLS};
 use crate::policy::{Policy, Verdict};
 
 /// Whether `text` runs a shell that could read commands from its standard input.

@@ -3,7 +3,9 @@
 //! it only to append a chunk or record an exit, readers only to copy bytes out.
 
 use crate::supervisor::cgroup::CommandCgroup;
+use crate::supervisor::input::Input;
 use crate::supervisor::ring::{Ring, View};
+use crate::supervisor::terminal::TerminalSize;
 use parking_lot::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,6 +58,8 @@ pub struct JobSnapshot {
     pub containment: String,
     /// The memory limit in bytes, if any.
     pub memory_limit: Option<u64>,
+    /// For a command on a terminal: its size and the cursor (row, column from 0).
+    pub terminal: Option<(TerminalSize, (u16, u16))>,
 }
 
 struct State {
@@ -82,6 +86,8 @@ pub struct Job {
     containment: String,
     /// (bytes, enforced as an address-space rlimit rather than by the cgroup)
     memory: Option<(u64, bool)>,
+    /// Its stdin pipe or terminal, when it has one.
+    input: Option<Input>,
 }
 
 impl Job {
@@ -92,12 +98,20 @@ impl Job {
         cgroup: Option<CommandCgroup>,
         containment: String,
         memory: Option<(u64, bool)>,
+        input: Option<Input>,
     ) -> Job {
+        // A terminal is stdout and stderr at once: one stream to read, not two.
+        let open_pipes = if input.as_ref().is_some_and(Input::is_terminal) {
+            1
+        } else {
+            2
+        };
         Job {
             id,
             cgroup,
             containment,
             memory,
+            input,
             state: Mutex::new(State {
                 phase: Phase::Running { pid: 0 },
                 pid: None,
@@ -112,7 +126,7 @@ impl Job {
                 timed_out: false,
                 reason: None,
                 // The pipes exist from the start; the pump counts them closed.
-                open_pipes: 2,
+                open_pipes,
                 kill_grace,
             }),
         }
@@ -158,15 +172,26 @@ impl Job {
         );
     }
 
-    /// Appends a chunk the pump read from one of the command's pipes.
+    /// Appends a chunk the pump read from one of the command's pipes (or its terminal,
+    /// whose screen it also draws).
     pub(crate) fn append(&self, stream: Stream, bytes: &[u8]) {
-        let mut state = self.state.lock();
-        match stream {
-            Stream::Stdout => state.stdout.write(bytes),
-            Stream::Stderr => state.stderr.write(bytes),
-            Stream::Output => {}
+        {
+            let mut state = self.state.lock();
+            match stream {
+                Stream::Stdout => state.stdout.write(bytes),
+                Stream::Stderr => state.stderr.write(bytes),
+                Stream::Output => {}
+            }
+            state.output.write(bytes);
         }
-        state.output.write(bytes);
+        if let Some(input) = &self.input {
+            input.displayed(bytes);
+        }
+    }
+
+    /// The command's stdin pipe or terminal, if it was started with one.
+    pub fn input(&self) -> Option<&Input> {
+        self.input.as_ref()
     }
 
     pub(crate) fn pipe_closed(&self) {
@@ -305,6 +330,7 @@ impl Job {
             pipes_open: state.open_pipes > 0,
             containment: self.containment.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
+            terminal: self.input.as_ref().and_then(Input::terminal_state),
         }
     }
 

@@ -11,12 +11,14 @@
 //! No thread exists per command, so a finished command leaves none behind.
 
 pub mod cgroup;
+mod input;
 mod job;
 mod pump;
 pub mod ring;
 pub mod terminal;
 mod timer;
 
+pub use input::{Input, InputError, Stdin};
 pub use job::{Exit, Job, JobSnapshot, Phase, Stream};
 
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
@@ -92,6 +94,49 @@ pub struct SpawnRequest {
     pub timeout: Option<Duration>,
     /// Bytes of memory the command may use (`memory.max`, else an address-space limit).
     pub memory: Option<u64>,
+    /// What it reads: nothing, a pipe, or a terminal.
+    pub stdin: Stdin,
+}
+
+/// The descriptors a command's standard streams are made of.
+struct Wiring {
+    /// The child's stdin, stdout and stderr.
+    child: [Stdio; 3],
+    /// What the pump reads: stdout (or the terminal) and stderr (none for a terminal).
+    pump: (OwnedFd, Option<OwnedFd>),
+    input: Option<Input>,
+}
+
+impl Wiring {
+    fn new(stdin: Stdin) -> std::io::Result<Wiring> {
+        if let Stdin::Terminal(size) = stdin {
+            let pty = terminal::pty::Pty::open(size)?;
+            let slave = || pty.slave.try_clone().map(Stdio::from);
+            return Ok(Wiring {
+                child: [slave()?, slave()?, slave()?],
+                pump: (pty.master.try_clone()?, None),
+                input: Some(Input::terminal(pty.master, size)),
+            });
+        }
+        let pipes = pump::make_pipes()?;
+        let (child_stdin, input) = match stdin {
+            Stdin::Pipe => {
+                let (read, write) = pump::pipe(0)?;
+                pump::set_nonblocking(write.as_raw_fd());
+                (Stdio::from(read), Some(Input::pipe(write)))
+            }
+            _ => (Stdio::null(), None),
+        };
+        Ok(Wiring {
+            child: [
+                child_stdin,
+                Stdio::from(pipes.stdout_write),
+                Stdio::from(pipes.stderr_write),
+            ],
+            pump: (pipes.stdout_read, Some(pipes.stderr_read)),
+            input,
+        })
+    }
 }
 
 pub struct Supervisor {
@@ -187,6 +232,7 @@ impl Supervisor {
                 None,
                 String::new(),
                 None,
+                None,
             );
             return self.failed(
                 Arc::new(job),
@@ -206,21 +252,29 @@ impl Supervisor {
             None => "process group".to_string(),
         };
         let procs = cgroup.as_ref().map(|c| c.procs().clone());
-        let job = Arc::new(Job::new(
-            id,
-            self.config.max_output,
-            self.config.kill_grace,
-            cgroup,
-            containment,
-            request.memory.map(|bytes| (bytes, rlimit.is_some())),
-        ));
-        let pipes = match pump::make_pipes() {
-            Ok(pipes) => pipes,
+        let memory = request.memory.map(|bytes| (bytes, rlimit.is_some()));
+        let grace = self.config.kill_grace;
+        let wiring = match Wiring::new(request.stdin) {
+            Ok(wiring) => wiring,
             Err(error) => {
-                return self.failed(job, &format!("terminalfs: cannot make pipes: {error}\n"));
+                let job = Job::new(id, 1, grace, cgroup, containment, memory, None);
+                let what = match request.stdin {
+                    Stdin::Terminal(_) => "a terminal",
+                    _ => "pipes",
+                };
+                let message = format!("terminalfs: cannot make {what}: {error}\n");
+                return self.failed(Arc::new(job), &message);
             }
         };
-        let (stdout, stderr) = (pipes.stdout_read, pipes.stderr_read);
+        let Wiring {
+            child: [child_stdin, child_stdout, child_stderr],
+            pump: (stdout, stderr),
+            input,
+        } = wiring;
+        let max_output = self.config.max_output;
+        let job = Job::new(id, max_output, grace, cgroup, containment, memory, input);
+        let job = Arc::new(job);
+        let terminal = matches!(request.stdin, Stdin::Terminal(_));
         let mut command = Command::new(&self.config.shell);
         // A kernel limits one argument to 128 KiB; a longer command is handed to the
         // shell as a script file on descriptor 3 instead of through `-c`.
@@ -245,21 +299,36 @@ impl Supervisor {
         command
             .current_dir(&self.config.cwd)
             .env("TERMINALFS_NAME", &request.name)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(pipes.stdout_write))
-            .stderr(Stdio::from(pipes.stderr_write));
+            .stdin(child_stdin)
+            .stdout(child_stdout)
+            .stderr(child_stderr);
+        if terminal {
+            command.env("TERM", terminal::pty::TERM);
+        }
         let script_fd = script.as_ref().map(|fd| fd.as_raw_fd());
         let driver = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (setsid, prctl, getppid, dup2, fcntl,
-        // sigprocmask, setrlimit, open/write/close) that touch no memory of the parent.
+        // SAFETY: only async-signal-safe calls (setsid, ioctl, signal, prctl, getppid,
+        // dup2, fcntl, sigprocmask, setrlimit, open/write/close) that touch no memory of
+        // the parent.
         unsafe {
             command.pre_exec(move || {
                 if libc::setsid() < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                if terminal {
+                    // Stdin is the terminal by now: it becomes the session's own, so
+                    // Ctrl-C reaches the foreground group and /dev/tty opens.
+                    terminal::pty::make_controlling_terminal(0)?;
+                }
                 let mut empty: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut empty);
                 libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                // An ignored signal stays ignored across exec: a driver started in the
+                // background of a script (SIGINT, SIGQUIT) or by nohup (SIGHUP) would
+                // hand that on, and Ctrl-C on a terminal would reach nobody.
+                for signal in 1..65 {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
                 #[cfg(target_os = "linux")]
                 {
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -448,6 +517,7 @@ mod tests {
                             text: Arc::from(&b"sleep 30"[..]),
                             timeout: None,
                             memory: None,
+                            stdin: Stdin::Closed,
                         });
                         jobs_sender.send(job).expect("the test collects jobs");
                         started.fetch_add(1, Ordering::SeqCst);

@@ -163,18 +163,21 @@ impl Pump {
     }
 
     /// Takes a command's pipes before its child is spawned, so that even its first
-    /// write is announced and read in order.
-    pub fn watch(&self, job: Arc<Job>, stdout: OwnedFd, stderr: OwnedFd) {
+    /// write is announced and read in order. A command on a terminal has one stream (the
+    /// terminal's master side as `stdout`, no `stderr`), which has no order to rebuild.
+    pub fn watch(&self, job: Arc<Job>, stdout: OwnedFd, stderr: Option<OwnedFd>) {
         let tid = self.shared.tid.load(Ordering::SeqCst);
+        let two = stderr.is_some();
         let pipe = |fd: OwnedFd, stream| {
-            let ordered = tid != 0 && signals::announce_writes(fd.as_raw_fd(), tid);
+            let ordered = two && tid != 0 && signals::announce_writes(fd.as_raw_fd(), tid);
             Some(Pipe {
                 fd,
                 stream,
                 ordered,
             })
         };
-        let (stdout, stderr) = (pipe(stdout, Stream::Stdout), pipe(stderr, Stream::Stderr));
+        let stdout = pipe(stdout, Stream::Stdout);
+        let stderr = stderr.and_then(|fd| pipe(fd, Stream::Stderr));
         self.send(Incoming::Watch(Source {
             job,
             pid: 0,
@@ -516,7 +519,7 @@ fn exit_from(raw: i32, usage: &libc::rusage) -> Exit {
 }
 
 /// A close-on-exec pipe with extra `flags` (such as `O_DIRECT`).
-fn pipe(flags: i32) -> std::io::Result<(OwnedFd, OwnedFd)> {
+pub(crate) fn pipe(flags: i32) -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     #[cfg(target_os = "linux")]
     // SAFETY: pipe2 fills two descriptors we then own.
@@ -539,7 +542,7 @@ fn pipe(flags: i32) -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-fn set_nonblocking(fd: RawFd) {
+pub(crate) fn set_nonblocking(fd: RawFd) {
     // SAFETY: fcntl on a descriptor we own.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);

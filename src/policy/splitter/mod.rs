@@ -37,7 +37,9 @@ mod expand;
 mod grammar;
 mod lexer;
 mod scan;
-pub(crate) mod wrappers;
+mod wrappers;
+
+pub(crate) use wrappers::SHELLS;
 
 use grammar::Until;
 use lexer::Heredoc;

@@ -1,0 +1,107 @@
+//! Writes to `cmd/<name>/stdin` and `cmd/<name>/keys`: checked (for a shell), delivered
+//! without the tree lock, and answered with the errno that says what went wrong. A
+//! write that finds the input full comes back as [`Write::Pending`], for the adapter to
+//! park and try again until `--wait-timeout`.
+
+use super::effects::{Effect, Effects};
+use super::types::{Errno, FsResult, Write, MAX_COMMAND};
+use super::Tree;
+use crate::policy::{check_shell_input, Verdict};
+use crate::supervisor::terminal::KeysError;
+use crate::supervisor::{InputError, Job};
+use parking_lot::Mutex;
+
+/// Says once, in the log, why a write to a command's input failed.
+pub(super) fn log_input_error(name: &str, file: &str, why: &str) {
+    eprintln!("terminalfs: cmd/{name}/{file}: {why}");
+}
+
+/// The errno for input that was not taken (other than a full input, which waits).
+fn errno_of(error: &InputError) -> Errno {
+    Errno(match error {
+        InputError::Full => libc::EAGAIN,
+        InputError::Closed | InputError::Gone => libc::EPIPE,
+        InputError::Keys(KeysError::TooLong(_)) => libc::EFBIG,
+        InputError::Keys(_) => libc::EINVAL,
+        InputError::NotTerminal => libc::ENOTTY,
+        InputError::TerminalNotClosable => libc::EPERM,
+    })
+}
+
+impl Tree {
+    /// A write to `stdin`. For a shell, everything given so far plus this write is
+    /// checked as one script first; `script` stays locked until the write is delivered,
+    /// so two writers cannot slip a command between check and delivery.
+    pub(super) fn write_input(
+        &self,
+        name: &str,
+        job: &Job,
+        script: Option<&Mutex<Vec<u8>>>,
+        data: &[u8],
+    ) -> FsResult<Write> {
+        let input = job.input().ok_or(Errno(libc::EBADF))?;
+        let mut given = script.map(Mutex::lock);
+        if let Some(given) = &given {
+            if given.len() + data.len() > MAX_COMMAND {
+                let why = format!(
+                    "a shell's input is checked as one script of at most {MAX_COMMAND} bytes, \
+                     and this write would pass that; run a script file instead"
+                );
+                log_input_error(name, "stdin", &why);
+                return Err(Errno(libc::EFBIG));
+            }
+            let mut whole = Vec::with_capacity(given.len() + data.len());
+            whole.extend_from_slice(given);
+            whole.extend_from_slice(data);
+            if let Verdict::Deny { rule, reason } = check_shell_input(&self.policy, &whole) {
+                let mut effects = Effects::default();
+                effects.push(Effect::Audit {
+                    decision: "denied",
+                    name: format!("{name}/stdin"),
+                    text: data.into(),
+                    rule,
+                    reason: Some(reason.clone()),
+                });
+                self.perform(effects);
+                log_input_error(name, "stdin", &format!("not delivered: {reason}"));
+                return Err(Errno(libc::EPERM));
+            }
+        }
+        match input.write(data) {
+            Ok(n) => {
+                if let Some(given) = &mut given {
+                    given.extend_from_slice(&data[..n]);
+                }
+                Ok(Write::Done(n as u32))
+            }
+            Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
+            Err(error) => {
+                log_input_error(name, "stdin", &error.to_string());
+                Err(errno_of(&error))
+            }
+        }
+    }
+
+    /// A write to `keys`: every word known, or nothing sent.
+    pub(super) fn write_keys(&self, name: &str, job: &Job, data: &[u8]) -> FsResult<Write> {
+        let input = job.input().ok_or(Errno(libc::EBADF))?;
+        match input.send_keys(data) {
+            Ok(()) => Ok(Write::Done(data.len() as u32)),
+            Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
+            Err(error) => {
+                log_input_error(name, "keys", &error.to_string());
+                Err(errno_of(&error))
+            }
+        }
+    }
+
+    /// `rm cmd/<name>/stdin`: closes a pipe so the command reads end of file. A
+    /// terminal is not closed this way (EPERM).
+    pub(super) fn close_input(&self, name: &str, job: &Job) -> FsResult<()> {
+        let input = job.input().ok_or(Errno(libc::ENOENT))?;
+        input.close().map_err(|error| {
+            log_input_error(name, "stdin", &error.to_string());
+            errno_of(&error)
+        })
+    }
+}

@@ -1,0 +1,367 @@
+//! A command's input, when it has one: the write end of its stdin pipe, or the master side
+//! of its terminal together with the screen that the terminal's output draws.
+//!
+//! Nothing here blocks. Raw writes go straight to the descriptor, which is non-blocking:
+//! a full pipe takes part of a write or none of it, and the caller decides whether to wait
+//! and try again. Keys and the terminal's answers to status queries must arrive whole, so
+//! what the terminal does not take at once waits in a small backlog, which goes out first
+//! on the next write, on each output the program makes, and on the tree's periodic tick.
+//!
+//! Locks: the screen's lock may be held while taking the input's lock, never the other
+//! way round.
+
+use crate::supervisor::terminal::keys::{self, KeyModes, KeysError};
+use crate::supervisor::terminal::{Screen, TerminalSize};
+use parking_lot::Mutex;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// What a command reads, as the supervisor is asked to set it up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stdin {
+    /// `/dev/null`: end of file at once.
+    #[default]
+    Closed,
+    /// A pipe the driver writes into.
+    Pipe,
+    /// A pseudo-terminal of this size, which is also stdout and stderr.
+    Terminal(TerminalSize),
+}
+
+/// The most bytes waiting for a terminal to take them.
+const MAX_BACKLOG: usize = 256 * 1024;
+
+/// Why input was not taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// Nothing fits now; try again later.
+    Full,
+    /// The command's stdin was closed by removing `stdin`.
+    Closed,
+    /// Nothing reads it any more: the command stopped or closed its input.
+    Gone,
+    /// The keys cannot be sent.
+    Keys(KeysError),
+    /// Keys need a terminal; this command has a plain pipe.
+    NotTerminal,
+    /// A terminal is not closed from its input side.
+    TerminalNotClosable,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Full => write!(f, "the command's input is full: it is not reading"),
+            InputError::Closed => write!(f, "stdin was closed (removed); nothing more is taken"),
+            InputError::Gone => write!(
+                f,
+                "nothing reads this input any more: the command has stopped or closed it"
+            ),
+            InputError::Keys(error) => write!(f, "{error}"),
+            InputError::NotTerminal => write!(
+                f,
+                "keys need a terminal: start the command with '#terminalfs tty'; write raw \
+                 input to stdin instead"
+            ),
+            InputError::TerminalNotClosable => write!(
+                f,
+                "a terminal cannot be closed from its input side: send C-d through keys for \
+                 end of file, or stop the command with kill"
+            ),
+        }
+    }
+}
+
+struct Descriptor {
+    /// None once closed by removing `stdin`.
+    fd: Option<OwnedFd>,
+    /// Bytes that must follow everything already written, whole.
+    backlog: Vec<u8>,
+    /// A write found no reader.
+    gone: bool,
+}
+
+/// The input side of one command.
+pub struct Input {
+    descriptor: Mutex<Descriptor>,
+    /// Present for a command on a terminal.
+    screen: Option<Mutex<Screen>>,
+}
+
+impl Input {
+    /// Input through a pipe whose (non-blocking) write end is `fd`.
+    pub(crate) fn pipe(fd: OwnedFd) -> Input {
+        Input {
+            descriptor: Mutex::new(Descriptor {
+                fd: Some(fd),
+                backlog: Vec::new(),
+                gone: false,
+            }),
+            screen: None,
+        }
+    }
+
+    /// Input through a terminal whose (non-blocking) master side is `master`.
+    pub(crate) fn terminal(master: OwnedFd, size: TerminalSize) -> Input {
+        Input {
+            screen: Some(Mutex::new(Screen::new(size))),
+            ..Input::pipe(master)
+        }
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.screen.is_some()
+    }
+
+    /// Writes raw bytes: takes as many as fit now, in order after any backlog. `Full`
+    /// when none fit.
+    pub fn write(&self, data: &[u8]) -> Result<usize, InputError> {
+        let mut descriptor = self.descriptor.lock();
+        flush(&mut descriptor)?;
+        if !descriptor.backlog.is_empty() {
+            return Err(InputError::Full);
+        }
+        if data.is_empty() {
+            return Ok(0);
+        }
+        match write_some(&mut descriptor, data)? {
+            0 => Err(InputError::Full),
+            n => Ok(n),
+        }
+    }
+
+    /// Sends a write to `keys`: encoded whole, in the terminal's current key modes, and
+    /// taken whole or not at all.
+    pub fn send_keys(&self, text: &[u8]) -> Result<(), InputError> {
+        let Some(screen) = &self.screen else {
+            return Err(InputError::NotTerminal);
+        };
+        let modes = KeyModes {
+            application_cursor: screen.lock().application_cursor(),
+        };
+        let bytes = keys::encode(text, modes).map_err(InputError::Keys)?;
+        let mut descriptor = self.descriptor.lock();
+        flush(&mut descriptor)?;
+        if !descriptor.backlog.is_empty() {
+            return Err(InputError::Full);
+        }
+        let written = write_some(&mut descriptor, &bytes)?;
+        descriptor.backlog.extend_from_slice(&bytes[written..]);
+        Ok(())
+    }
+
+    /// Closes a pipe so that the command reads end of file.
+    pub fn close(&self) -> Result<(), InputError> {
+        if self.is_terminal() {
+            return Err(InputError::TerminalNotClosable);
+        }
+        let mut descriptor = self.descriptor.lock();
+        descriptor.fd = None;
+        descriptor.backlog.clear();
+        Ok(())
+    }
+
+    /// Sends what waits in the backlog, as far as it goes now.
+    pub fn flush(&self) {
+        let _ = flush(&mut self.descriptor.lock());
+    }
+
+    /// Feeds what the program displayed to the screen and answers its status queries.
+    /// Does nothing for a pipe.
+    pub(crate) fn displayed(&self, bytes: &[u8]) {
+        let Some(screen) = &self.screen else {
+            return;
+        };
+        let answers = screen.lock().feed(bytes);
+        let mut descriptor = self.descriptor.lock();
+        if descriptor.backlog.len() + answers.len() <= MAX_BACKLOG {
+            descriptor.backlog.extend_from_slice(&answers);
+        }
+        let _ = flush(&mut descriptor);
+    }
+
+    /// The screen as text, for a terminal.
+    pub fn screen_text(&self) -> Option<String> {
+        self.screen.as_ref().map(|screen| screen.lock().text())
+    }
+
+    /// The terminal's size and cursor (row, column from 0), for a terminal.
+    pub fn terminal_state(&self) -> Option<(TerminalSize, (u16, u16))> {
+        let screen = self.screen.as_ref()?.lock();
+        Some((screen.size(), screen.cursor()))
+    }
+
+    /// Whether `stdin` can still be written: not closed, and read by someone as far as
+    /// the driver knows.
+    pub fn is_open(&self) -> bool {
+        let descriptor = self.descriptor.lock();
+        descriptor.fd.is_some() && !descriptor.gone
+    }
+}
+
+fn flush(descriptor: &mut Descriptor) -> Result<(), InputError> {
+    if descriptor.backlog.is_empty() {
+        return if descriptor.fd.is_none() {
+            Err(InputError::Closed)
+        } else if descriptor.gone {
+            Err(InputError::Gone)
+        } else {
+            Ok(())
+        };
+    }
+    let backlog = std::mem::take(&mut descriptor.backlog);
+    let written = write_some(descriptor, &backlog)?;
+    descriptor.backlog = backlog[written..].to_vec();
+    Ok(())
+}
+
+/// One non-blocking write; 0 when nothing fits now.
+fn write_some(descriptor: &mut Descriptor, data: &[u8]) -> Result<usize, InputError> {
+    if descriptor.gone {
+        return Err(InputError::Gone);
+    }
+    let Some(fd) = &descriptor.fd else {
+        return Err(InputError::Closed);
+    };
+    loop {
+        // SAFETY: writing from a buffer valid for its length to a descriptor we own.
+        let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return Ok(0),
+            _ => {
+                // EPIPE (no reader), EIO (the terminal has ended): nothing will take it.
+                descriptor.gone = true;
+                descriptor.backlog.clear();
+                return Err(InputError::Gone);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::terminal::pty::{self, Pty};
+    use std::os::fd::FromRawFd;
+
+    /// A non-blocking pipe: (read end, write end).
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills two descriptors into a valid array.
+        assert_eq!(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) },
+            0
+        );
+        // SAFETY: both descriptors are new and owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    fn read_all(fd: &OwnedFd) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            // SAFETY: reading into a valid buffer.
+            let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                return out;
+            }
+            out.extend_from_slice(&buf[..n as usize]);
+        }
+    }
+
+    #[test]
+    fn pipe_writes_arrive_in_order_and_a_full_pipe_takes_nothing() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write);
+        assert_eq!(input.write(b"one\n"), Ok(4));
+        assert_eq!(input.write(b"two\n"), Ok(4));
+        assert_eq!(read_all(&read), b"one\ntwo\n");
+        // Fill the pipe: a write then takes part, then nothing.
+        let big = vec![b'x'; 1 << 20];
+        let mut taken = 0;
+        loop {
+            match input.write(&big) {
+                Ok(n) => taken += n,
+                Err(error) => {
+                    assert_eq!(error, InputError::Full);
+                    break;
+                }
+            }
+        }
+        assert!(taken > 0 && taken < big.len(), "{taken}");
+        assert_eq!(read_all(&read).len(), taken);
+        assert_eq!(input.write(b"after\n"), Ok(6));
+        assert_eq!(read_all(&read), b"after\n");
+    }
+
+    #[test]
+    fn closing_gives_end_of_file_and_refuses_later_writes() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write);
+        assert!(input.is_open());
+        input.close().unwrap();
+        assert!(!input.is_open());
+        let mut buf = [0u8; 4];
+        // SAFETY: reading into a valid buffer.
+        assert_eq!(
+            unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), 4) },
+            0
+        );
+        assert_eq!(input.write(b"late"), Err(InputError::Closed));
+        assert_eq!(input.send_keys(b"Enter"), Err(InputError::NotTerminal));
+    }
+
+    #[test]
+    fn a_reader_gone_is_reported() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write);
+        drop(read);
+        assert_eq!(input.write(b"x"), Err(InputError::Gone));
+        assert!(!input.is_open());
+    }
+
+    #[test]
+    fn keys_reach_the_terminal_and_queries_are_answered() {
+        let size = TerminalSize { cols: 40, rows: 10 };
+        let pty = Pty::open(size).unwrap();
+        let input = Input::terminal(pty.master.try_clone().unwrap(), size);
+        // Raw mode on the program's side, so bytes pass as they are.
+        // SAFETY: termios is plain data filled by tcgetattr.
+        unsafe {
+            let mut termios: libc::termios = std::mem::zeroed();
+            libc::tcgetattr(pty.slave.as_raw_fd(), &mut termios);
+            libc::cfmakeraw(&mut termios);
+            libc::tcsetattr(pty.slave.as_raw_fd(), libc::TCSANOW, &termios);
+        }
+        let slave = &pty.slave;
+        let read_slave = |want: usize| {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 256];
+            while got.len() < want {
+                // SAFETY: reading into a valid buffer from a blocking descriptor.
+                let n = unsafe { libc::read(slave.as_raw_fd(), buf.as_mut_ptr().cast(), 256) };
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n as usize]);
+            }
+            got
+        };
+        input.send_keys(b"i 'hi' Escape Up").unwrap();
+        assert_eq!(read_slave(7), b"ihi\x1b\x1b[A");
+        input.displayed(b"\x1b[?1h\x1b[2;3H\x1b[6n");
+        assert_eq!(read_slave(6), b"\x1b[2;3R");
+        input.send_keys(b"Up").unwrap();
+        assert_eq!(read_slave(3), b"\x1bOA");
+        assert_eq!(
+            input.send_keys(b"Up Sideways"),
+            Err(InputError::Keys(KeysError::UnknownKey("Sideways".into())))
+        );
+        assert_eq!(input.close(), Err(InputError::TerminalNotClosable));
+        input.displayed(b"\x1b[Hhello");
+        assert_eq!(input.screen_text().unwrap(), "hello\n");
+        assert_eq!(input.terminal_state(), Some((size, (0, 5))));
+        assert_eq!(pty::size(&pty.slave).unwrap(), size);
+    }
+}
