@@ -5,5 +5,6 @@ pub mod config;
 pub mod fs;
 pub mod fuse;
 pub mod policy;
+pub mod spool;
 pub mod supervisor;
 pub mod units;

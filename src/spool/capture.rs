@@ -1,0 +1,594 @@
+//! One command's output on disk: `stdout` and `stderr` as bounded files (see
+//! [`layout`](super::layout)), and `output` as an index of the interleaving rather than a
+//! third copy of the bytes.
+//!
+//! The index is a file of 16-byte records, one per run of bytes from one stream: where
+//! the run starts in `output` and where it starts in its stream. It is bounded the same
+//! way (a head of records and a ring of the newest). Every byte of `output`'s head lies
+//! in its stream's head and every byte of `output`'s tail in its stream's tail, so the
+//! stream files serve `output` whatever was dropped.
+//!
+//! A header at the start of the index holds the counts a restart needs; it is rewritten
+//! at most every [`CHECKPOINT`] while output arrives, and once more when it ends.
+//!
+//! While output can still arrive, the three files are open; once it has ended they are
+//! closed, and each read opens what it needs, so a finished command holds no descriptor.
+//! Output that cannot be stored (the spool is over `--max-spool`, the disk is full, a
+//! write fails) is counted and ends the stream's stored part with one notice line.
+
+use super::layout::{Kept, Layout};
+use super::{Spool, Store};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which captured stream a file shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+    /// stdout and stderr interleaved in the order they arrived.
+    Output,
+}
+
+pub(crate) const HEADER: u64 = 128;
+const RECORD: u64 = 16;
+const MAGIC: u64 = u64::from_le_bytes(*b"tfsidx01");
+const STDERR_BIT: u64 = 1 << 63;
+/// Longest time the header may lag behind the files while output arrives.
+pub const CHECKPOINT: Duration = Duration::from_millis(200);
+
+pub(crate) const STDOUT_FILE: &str = "stdout";
+pub(crate) const STDERR_FILE: &str = "stderr";
+pub(crate) const INDEX_FILE: &str = "output.idx";
+
+/// Records an index of `capacity`-byte streams may hold: at worst one per 16 bytes,
+/// so the index is never larger than one stream.
+fn index_layout(capacity: u64) -> Layout {
+    Layout::new((capacity / RECORD).max(64))
+}
+
+/// The counts of one stream that survive a restart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    /// Bytes stored (offsets `0..end`).
+    pub end: u64,
+    /// Bytes that arrived after storing stopped.
+    pub refused: u64,
+    /// The last stored byte ended a line (or nothing was stored).
+    pub line_ended: bool,
+}
+
+/// What a file of the stream can show now: the held ranges, how many bytes the command
+/// wrote in all, and the line that ends the stored part when storing stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Extent {
+    pub kept: Kept,
+    /// Bytes the command wrote to this stream (stored or not).
+    pub written: u64,
+    /// Present once output stopped being stored; it follows the last stored byte.
+    pub stop_notice: Option<Arc<[u8]>>,
+}
+
+impl Extent {
+    /// Bytes not kept: dropped between head and tail, plus those never stored.
+    pub fn dropped(&self) -> u64 {
+        self.written - self.kept.held()
+    }
+}
+
+/// The header: everything needed to read the files back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub capacity: u64,
+    pub stdout: Counts,
+    pub stderr: Counts,
+    pub records: u64,
+    pub out_end: u64,
+    pub out_line_ended: bool,
+    /// `output` offset of the first record that did not fit the index's head.
+    pub head_limit: Option<u64>,
+    /// `output` offset of the oldest record still in the index's ring, once it wrapped.
+    pub floor: u64,
+    /// Why storing stopped, if it did.
+    pub stopped: bool,
+    pub sealed: bool,
+}
+
+impl Header {
+    fn encode(&self) -> [u8; HEADER as usize] {
+        let flags = u64::from(self.stopped)
+            | u64::from(self.sealed) << 1
+            | u64::from(self.stdout.line_ended) << 2
+            | u64::from(self.stderr.line_ended) << 3
+            | u64::from(self.out_line_ended) << 4;
+        let words = [
+            MAGIC,
+            self.capacity,
+            self.records,
+            self.out_end,
+            self.stdout.end,
+            self.stderr.end,
+            self.stdout.refused,
+            self.stderr.refused,
+            flags,
+            self.head_limit.unwrap_or(u64::MAX),
+            self.floor,
+        ];
+        let mut out = [0u8; HEADER as usize];
+        for (index, word) in words.iter().enumerate() {
+            out[index * 8..index * 8 + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
+        if bytes.len() < HEADER as usize {
+            return None;
+        }
+        let word = |index: usize| {
+            u64::from_le_bytes(bytes[index * 8..index * 8 + 8].try_into().expect("8 bytes"))
+        };
+        if word(0) != MAGIC || word(1) == 0 {
+            return None;
+        }
+        let flags = word(8);
+        let header = Header {
+            capacity: word(1),
+            records: word(2),
+            out_end: word(3),
+            stdout: Counts {
+                end: word(4),
+                refused: word(6),
+                line_ended: flags & 4 != 0,
+            },
+            stderr: Counts {
+                end: word(5),
+                refused: word(7),
+                line_ended: flags & 8 != 0,
+            },
+            out_line_ended: flags & 16 != 0,
+            stopped: flags & 1 != 0,
+            sealed: flags & 2 != 0,
+            head_limit: Some(word(9)).filter(|w| *w != u64::MAX),
+            floor: word(10),
+        };
+        (header.stdout.end + header.stderr.end == header.out_end).then_some(header)
+    }
+
+    /// File lengths these counts need: (stdout, stderr, index).
+    pub(crate) fn file_lens(&self) -> (u64, u64, u64) {
+        let data = Layout::new(self.capacity);
+        let index = index_layout(self.capacity);
+        let index_len = match self.records {
+            0 => 0,
+            records => HEADER + RECORD * index.file_len(records),
+        };
+        (
+            data.file_len(self.stdout.end),
+            data.file_len(self.stderr.end),
+            index_len,
+        )
+    }
+}
+
+struct Files {
+    stdout: File,
+    stderr: File,
+    index: File,
+}
+
+impl Files {
+    fn open(dir: &Path, create: bool) -> io::Result<Files> {
+        let open = |name: &str| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(create)
+                .create(create)
+                .mode(0o600)
+                .open(dir.join(name))
+        };
+        Ok(Files {
+            stdout: open(STDOUT_FILE)?,
+            stderr: open(STDERR_FILE)?,
+            index: open(INDEX_FILE)?,
+        })
+    }
+
+    fn data(&self, stream: Stream) -> &File {
+        match stream {
+            Stream::Stderr => &self.stderr,
+            _ => &self.stdout,
+        }
+    }
+}
+
+/// The capture of one command's output.
+pub struct Capture {
+    store: Arc<Store>,
+    spool: Arc<Spool>,
+    data: Layout,
+    index: Layout,
+    header: Header,
+    /// Open while output may still arrive (after the first byte).
+    files: Option<Files>,
+    /// Why storing stopped, once it did.
+    stop_reason: Option<String>,
+    last_stream: Option<Stream>,
+    checkpointed: Instant,
+    dirty: bool,
+}
+
+impl Capture {
+    pub(crate) fn new(spool: Arc<Spool>, store: Arc<Store>, header: Header) -> Capture {
+        let capacity = header.capacity;
+        let files = None;
+        Capture {
+            store,
+            spool,
+            data: Layout::new(capacity),
+            index: index_layout(capacity),
+            header,
+            files,
+            stop_reason: header.stopped.then(|| "it was not stored".to_string()),
+            last_stream: None,
+            checkpointed: Instant::now(),
+            dirty: false,
+        }
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// Bytes the files take, by their counts.
+    pub(crate) fn disk_bytes(header: &Header) -> u64 {
+        let (out, err, index) = header.file_lens();
+        out + err + index
+    }
+
+    fn counts_mut(&mut self, stream: Stream) -> &mut Counts {
+        match stream {
+            Stream::Stderr => &mut self.header.stderr,
+            _ => &mut self.header.stdout,
+        }
+    }
+
+    /// Stores bytes the command wrote to `stream` (stdout or stderr), in arrival order.
+    pub fn append(&mut self, stream: Stream, bytes: &[u8]) {
+        if bytes.is_empty() || stream == Stream::Output {
+            return;
+        }
+        if self.header.stopped || self.header.sealed || self.store.is_gone() {
+            self.counts_mut(stream).refused += bytes.len() as u64;
+            return;
+        }
+        if let Err(why) = self.store_bytes(stream, bytes) {
+            self.stop(why);
+            self.counts_mut(stream).refused += bytes.len() as u64;
+            return;
+        }
+        if self.checkpointed.elapsed() >= CHECKPOINT {
+            self.checkpoint();
+        }
+    }
+
+    fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), String> {
+        if self.files.is_none() {
+            let dir = self.store.dir();
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .and_then(|()| Files::open(dir, true))
+                .map(|files| self.files = Some(files))
+                .map_err(|e| write_failure(&e))?;
+        }
+        let len = bytes.len() as u64;
+        let counts = *self.counts_mut(stream);
+        let new_record = self.last_stream != Some(stream);
+        let grows = self.data.file_len(counts.end + len) - self.data.file_len(counts.end)
+            + if new_record {
+                RECORD
+                    * (self.index.file_len(self.header.records + 1)
+                        - self.index.file_len(self.header.records))
+            } else {
+                0
+            };
+        self.spool.reserve(&self.store, grows)?;
+        let files = self.files.as_ref().expect("opened above");
+        if new_record {
+            let k = self.header.records;
+            let mut record = [0u8; RECORD as usize];
+            record[..8].copy_from_slice(&self.header.out_end.to_le_bytes());
+            let tag = counts.end
+                | if stream == Stream::Stderr {
+                    STDERR_BIT
+                } else {
+                    0
+                };
+            record[8..].copy_from_slice(&tag.to_le_bytes());
+            let position = HEADER + RECORD * self.index.position(k);
+            files
+                .index
+                .write_all_at(&record, position)
+                .map_err(|e| write_failure(&e))?;
+            if k == self.index.head {
+                self.header.head_limit = Some(self.header.out_end);
+            }
+            if k >= self.index.capacity() {
+                // Record k took the slot of record k - ring; the oldest left is the next.
+                let oldest = k + 1 - self.index.ring;
+                self.header.floor = read_record(&files.index, &self.index, oldest)
+                    .map_err(|e| write_failure(&e))?
+                    .0;
+            }
+            self.header.records += 1;
+            self.last_stream = Some(stream);
+        }
+        for (from, position, piece) in self.data.pieces(counts.end, len) {
+            let part = &bytes[from as usize..(from + piece) as usize];
+            files
+                .data(stream)
+                .write_all_at(part, position)
+                .map_err(|e| write_failure(&e))?;
+        }
+        let line_ended = bytes.last() == Some(&b'\n');
+        let counts = self.counts_mut(stream);
+        counts.end += len;
+        counts.line_ended = line_ended;
+        self.header.out_end += len;
+        self.header.out_line_ended = line_ended;
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Storing stops for good: later bytes are only counted.
+    fn stop(&mut self, why: String) {
+        if self.header.stopped {
+            return;
+        }
+        self.header.stopped = true;
+        self.stop_reason = Some(why);
+        self.dirty = true;
+        self.checkpoint();
+    }
+
+    /// Writes the header if it changed.
+    fn checkpoint(&mut self) {
+        self.checkpointed = Instant::now();
+        if !self.dirty {
+            return;
+        }
+        if let Some(files) = &self.files {
+            if files.index.write_all_at(&self.header.encode(), 0).is_ok() {
+                self.dirty = false;
+            }
+        }
+    }
+
+    /// No more output will come: the header is final and the files are closed.
+    pub fn seal(&mut self) {
+        if self.header.sealed {
+            return;
+        }
+        self.header.sealed = true;
+        self.dirty = true;
+        self.checkpoint();
+        self.files = None;
+        self.store.set_finished(Capture::disk_bytes(&self.header));
+    }
+
+    pub fn is_sealed(&self) -> bool {
+        self.header.sealed
+    }
+
+    /// What a file of `stream` can show now.
+    pub fn extent(&self, stream: Stream) -> Extent {
+        let (kept, written, line_ended) = match stream {
+            Stream::Output => (
+                self.output_kept(),
+                self.header.out_end + self.header.stdout.refused + self.header.stderr.refused,
+                self.header.out_line_ended,
+            ),
+            stream => {
+                let counts = match stream {
+                    Stream::Stderr => self.header.stderr,
+                    _ => self.header.stdout,
+                };
+                (
+                    self.data.kept(counts.end),
+                    counts.end + counts.refused,
+                    counts.line_ended,
+                )
+            }
+        };
+        let stop_notice = self.stop_reason.as_ref().map(|why| {
+            let lead = if line_ended { "" } else { "\n" };
+            format!("{lead}[terminalfs: output from here on was not kept: {why}]\n")
+                .into_bytes()
+                .into()
+        });
+        Extent {
+            kept,
+            written,
+            stop_notice,
+        }
+    }
+
+    fn output_kept(&self) -> Kept {
+        let end = self.header.out_end;
+        let head_end = end
+            .min(self.data.head)
+            .min(self.header.head_limit.unwrap_or(u64::MAX));
+        let floor = if self.header.records > self.index.capacity() {
+            self.header.floor
+        } else {
+            0
+        };
+        Kept {
+            head_end,
+            tail_start: head_end
+                .max(end.saturating_sub(self.data.ring))
+                .max(floor.min(end)),
+            end,
+        }
+    }
+
+    /// Appends the stored bytes of `stream` in `[from, from + max)` to `out`; bytes not
+    /// held read as NUL, so offsets stay true. Stops at the stored end.
+    pub fn read(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) {
+        self.store.touch();
+        let extent = self.extent(stream);
+        let to = from.saturating_add(max as u64).min(extent.kept.end);
+        if from >= to {
+            return;
+        }
+        let opened;
+        let files = match &self.files {
+            Some(files) => Some(files),
+            None => {
+                opened = Files::open(self.store.dir(), false).ok();
+                opened.as_ref()
+            }
+        };
+        let start = out.len();
+        let want = (to - from) as usize;
+        out.resize(start + want, 0);
+        if let Some(files) = files {
+            let buffer = &mut out[start..];
+            let _ = match stream {
+                Stream::Output => self.read_output(files, &extent.kept, from, buffer),
+                stream => read_held(files.data(stream), &self.data, &extent.kept, from, buffer),
+            };
+        }
+    }
+
+    /// Fills `buffer` with `output` from offset `from`, run by run.
+    fn read_output(
+        &self,
+        files: &Files,
+        kept: &Kept,
+        from: u64,
+        buffer: &mut [u8],
+    ) -> io::Result<()> {
+        let records = self.header.records;
+        let head_records = records.min(self.index.head);
+        let ring_from = self.index.head.max(records.saturating_sub(self.index.ring));
+        let held_records = head_records + records.saturating_sub(ring_from);
+        let nth = |i: u64| {
+            if i < head_records {
+                i
+            } else {
+                ring_from + (i - head_records)
+            }
+        };
+        let mut at = from;
+        let to = from + buffer.len() as u64;
+        while at < to {
+            // Skip what is not held; each held part is served by the runs inside it.
+            let (part_end, held) = if at < kept.head_end {
+                (kept.head_end, true)
+            } else if at < kept.tail_start {
+                (kept.tail_start, false)
+            } else {
+                (kept.end, true)
+            };
+            let part_end = part_end.min(to);
+            if !held {
+                at = part_end;
+                continue;
+            }
+            // The last held record starting at or before `at`.
+            let (mut low, mut high) = (0u64, held_records);
+            while high - low > 1 {
+                let middle = (low + high) / 2;
+                if read_record(&files.index, &self.index, nth(middle))?.0 <= at {
+                    low = middle;
+                } else {
+                    high = middle;
+                }
+            }
+            let mut i = low;
+            while at < part_end && i < held_records {
+                let k = nth(i);
+                let (start, stderr, stream_start) = read_record(&files.index, &self.index, k)?;
+                let run_end = if k + 1 == records {
+                    self.header.out_end
+                } else if i + 1 == head_records && ring_from > head_records {
+                    self.header.head_limit.unwrap_or(self.header.out_end)
+                } else {
+                    read_record(&files.index, &self.index, k + 1)?.0
+                };
+                let piece_end = run_end.min(part_end);
+                if piece_end > at && at >= start {
+                    let (stream, counts) = if stderr {
+                        (Stream::Stderr, self.header.stderr)
+                    } else {
+                        (Stream::Stdout, self.header.stdout)
+                    };
+                    let offset = stream_start + (at - start);
+                    let slice = &mut buffer[(at - from) as usize..(piece_end - from) as usize];
+                    let stream_kept = self.data.kept(counts.end);
+                    read_held(files.data(stream), &self.data, &stream_kept, offset, slice)?;
+                    at = piece_end;
+                }
+                i += 1;
+            }
+            at = at.max(part_end);
+        }
+        Ok(())
+    }
+}
+
+fn write_failure(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => {
+            "the disk holding the state directory is full".to_string()
+        }
+        _ => format!("the spool could not be written ({error})"),
+    }
+}
+
+/// Record `k`: (`output` offset, from stderr, stream offset).
+fn read_record(index: &File, layout: &Layout, k: u64) -> io::Result<(u64, bool, u64)> {
+    let mut record = [0u8; RECORD as usize];
+    index.read_exact_at(&mut record, HEADER + RECORD * layout.position(k))?;
+    let start = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
+    let tag = u64::from_le_bytes(record[8..].try_into().expect("8 bytes"));
+    Ok((start, tag & STDERR_BIT != 0, tag & !STDERR_BIT))
+}
+
+/// Fills `buffer` with stream bytes from `from`; bytes not held stay as they are (NUL).
+fn read_held(
+    file: &File,
+    layout: &Layout,
+    kept: &Kept,
+    from: u64,
+    buffer: &mut [u8],
+) -> io::Result<()> {
+    let to = from + buffer.len() as u64;
+    let mut at = from;
+    while at < to {
+        let (end, held) = if at < kept.head_end {
+            (kept.head_end, true)
+        } else if at < kept.tail_start {
+            (kept.tail_start, false)
+        } else if at < kept.end {
+            let position = layout.position(at);
+            (at + (layout.capacity() - position), true)
+        } else {
+            return Ok(());
+        };
+        let end = end.min(to).min(kept.end.max(at));
+        if held {
+            let slice = &mut buffer[(at - from) as usize..(end - from) as usize];
+            file.read_exact_at(slice, layout.position(at))?;
+        }
+        at = end;
+    }
+    Ok(())
+}

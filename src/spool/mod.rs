@@ -1,0 +1,560 @@
+//! The spool: every command's output and record, on disk in a private state directory,
+//! so memory does not grow with output and finished commands survive a restart.
+//!
+//! ```text
+//! <state dir>/                  0700, checked at start
+//!   <name>.<stamp>/             one command (a reused name gets a new stamp)
+//!     command                   the text as written
+//!     meta.json                 its record (what the caller saved; status, exit, reason)
+//!     stdout, stderr            bounded output (see `layout`)
+//!     output.idx                counts, then the index of the interleaving (see `capture`)
+//! ```
+//!
+//! A [`Store`] is one command's directory; a [`Capture`] writes and reads its output.
+//! The spool keeps the total under `--max-spool`: when a byte would pass it, finished
+//! commands least recently read are evicted first; running ones never are. Small writes
+//! (records) and every removal are done by one worker thread, so nobody waits for them
+//! while holding a lock. The spool knows nothing of the tree or of processes.
+
+mod capture;
+pub mod layout;
+
+pub use capture::{Capture, Extent, Stream};
+pub use layout::Kept;
+
+use capture::Header;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const META_FILE: &str = "meta.json";
+const COMMAND_FILE: &str = "command";
+/// The version of `meta.json` this driver writes and reads.
+const META_VERSION: u64 = 1;
+
+/// Fixed at start.
+#[derive(Debug, Clone)]
+pub struct SpoolConfig {
+    pub dir: PathBuf,
+    /// Bytes kept per stream.
+    pub max_output: u64,
+    /// Bytes all commands' files may take together.
+    pub max_spool: u64,
+}
+
+/// The default state directory of a mount: `$XDG_STATE_HOME/terminalfs/<tag of path>`.
+pub fn default_dir(mount: &Path) -> PathBuf {
+    crate::policy::settings::xdg_dir("XDG_STATE_HOME", ".local/state")
+        .join("terminalfs")
+        .join(crate::supervisor::cgroup::tag_for(mount))
+}
+
+/// Creates `dir` (0700) if missing and refuses one that another user owns, that others
+/// may read or enter, or that cannot be written. The error is a sentence naming it.
+pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+    let shown = dir.display();
+    if let Some(parent) = dir.parent() {
+        if !parent.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|e| format!("cannot create the state directory {shown}: {e}"))?;
+        }
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create the state directory {shown}: {e}")),
+    }
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| format!("cannot read the state directory {shown}: {e}"))?;
+    if !meta.is_dir() {
+        return Err(format!("the state directory {shown} is not a directory"));
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!(
+            "the state directory {shown} belongs to user {} (this driver runs as {me}); \
+             give it its own directory",
+            meta.uid()
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "the state directory {shown} can be read by others (mode {mode:o}); \
+             run `chmod 700 {shown}` or choose another --state-dir"
+        ));
+    }
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&probe)
+        .map_err(|e| format!("cannot write in the state directory {shown}: {e}"))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// One command's directory and what the spool tracks of it.
+pub struct Store {
+    id: u64,
+    dir: PathBuf,
+    shared: Arc<Shared>,
+    /// Bytes of output files counted against `--max-spool`.
+    bytes: AtomicU64,
+    /// Last read, in milliseconds since the epoch (orders eviction).
+    last_read: AtomicU64,
+    /// No more output will come; it may be evicted.
+    finished: AtomicBool,
+    /// Its files were deleted to make room.
+    evicted: AtomicBool,
+    /// Its command was removed: the files go when the last user lets go.
+    removed: AtomicBool,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Notes a read, for least-recently-read eviction.
+    pub fn touch(&self) {
+        self.last_read.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// When it was last read (or made, or restored).
+    pub fn last_read(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.last_read.load(Ordering::Relaxed))
+    }
+
+    /// Its files were deleted to keep the spool under its bound.
+    pub fn evicted(&self) -> bool {
+        self.evicted.load(Ordering::SeqCst)
+    }
+
+    /// Deletes its files once nothing uses them any more (a reader may still hold one).
+    pub fn remove(&self) {
+        self.removed.store(true, Ordering::SeqCst);
+    }
+
+    fn is_gone(&self) -> bool {
+        self.evicted() || self.removed.load(Ordering::SeqCst)
+    }
+
+    fn set_finished(&self, bytes: u64) {
+        let mut registry = self.shared.registry.lock();
+        let before = self.bytes.swap(bytes, Ordering::SeqCst);
+        if !self.evicted() {
+            registry.used = registry.used.saturating_sub(before) + bytes;
+        }
+        self.finished.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let mut registry = self.shared.registry.lock();
+        registry.stores.remove(&self.id);
+        if !self.evicted() {
+            registry.used = registry.used.saturating_sub(*self.bytes.get_mut());
+        }
+        if self.removed.load(Ordering::SeqCst) && !self.evicted() {
+            self.shared.send(Task::Delete(self.dir.clone()));
+        }
+    }
+}
+
+/// Something the worker does off every lock.
+enum Task {
+    /// Writes a file of a store atomically (a temporary file renamed over it), unless the
+    /// store is gone by then.
+    Write(Arc<Store>, &'static str, Vec<u8>),
+    /// Sets a file's modification time (the last read, kept across restarts).
+    Stamp(PathBuf, SystemTime),
+    Delete(PathBuf),
+    /// Answers once everything before it is done.
+    Barrier(crossbeam_channel::Sender<()>),
+}
+
+#[derive(Default)]
+struct Registry {
+    stores: HashMap<u64, Weak<Store>>,
+    used: u64,
+    next_id: u64,
+    evicted: u64,
+}
+
+struct Shared {
+    registry: Mutex<Registry>,
+    tasks: crossbeam_channel::Sender<Task>,
+    log: fn(&str),
+}
+
+impl Shared {
+    fn send(&self, task: Task) {
+        // The worker outlives every sender but the last; a closed channel means the
+        // process is ending and the task no longer matters.
+        let _ = self.tasks.send(task);
+    }
+}
+
+/// A command found in the state directory at start.
+pub struct Restored {
+    pub store: Arc<Store>,
+    pub command: Vec<u8>,
+    /// What was saved with [`Spool::save`].
+    pub meta: Value,
+    /// Its output, for a command that ran (a refused one has none).
+    pub capture: Option<Capture>,
+}
+
+/// The spool of one mount.
+pub struct Spool {
+    config: SpoolConfig,
+    shared: Arc<Shared>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Spool {
+    /// Opens the spool in a directory [`prepare_dir`] accepted, and starts its worker.
+    pub fn open(config: SpoolConfig, log: fn(&str)) -> std::io::Result<Arc<Spool>> {
+        let (tasks, receiver) = crossbeam_channel::unbounded();
+        let worker = std::thread::Builder::new()
+            .name("tfs-spool".into())
+            .spawn(move || work(receiver, log))?;
+        Ok(Arc::new(Spool {
+            config,
+            shared: Arc::new(Shared {
+                registry: Mutex::new(Registry::default()),
+                tasks,
+                log,
+            }),
+            worker: Mutex::new(Some(worker)),
+        }))
+    }
+
+    pub fn config(&self) -> &SpoolConfig {
+        &self.config
+    }
+
+    /// Bytes of output on disk, as counted against `--max-spool`.
+    pub fn used(&self) -> u64 {
+        self.shared.registry.lock().used
+    }
+
+    /// Finished commands evicted so far to stay under `--max-spool`.
+    pub fn evictions(&self) -> u64 {
+        self.shared.registry.lock().evicted
+    }
+
+    fn new_store(&self, dir: PathBuf, bytes: u64, finished: bool, last_read: u64) -> Arc<Store> {
+        let mut registry = self.shared.registry.lock();
+        registry.next_id += 1;
+        let store = Arc::new(Store {
+            id: registry.next_id,
+            dir,
+            shared: self.shared.clone(),
+            bytes: AtomicU64::new(bytes),
+            last_read: AtomicU64::new(last_read),
+            finished: AtomicBool::new(finished),
+            evicted: AtomicBool::new(false),
+            removed: AtomicBool::new(false),
+        });
+        registry.used += bytes;
+        registry.stores.insert(store.id, Arc::downgrade(&store));
+        store
+    }
+
+    /// A new directory for a command named `name` (nothing is written yet).
+    fn fresh_dir(&self, name: &str) -> PathBuf {
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let unique = self.shared.registry.lock().next_id;
+        self.config.dir.join(format!("{name}.{stamp:x}{unique:x}"))
+    }
+
+    /// Starts capturing the output of a command named `name` running `text`. The
+    /// directory is made by the worker (and by the first byte of output, whichever comes
+    /// first); nothing here waits for the disk.
+    pub fn capture(self: &Arc<Self>, name: &str, text: &[u8]) -> Capture {
+        let store = self.new_store(self.fresh_dir(name), 0, false, now_ms());
+        self.shared
+            .send(Task::Write(store.clone(), COMMAND_FILE, text.to_vec()));
+        let header = Header {
+            capacity: self.config.max_output.max(2),
+            out_line_ended: true,
+            stdout: capture::Counts {
+                line_ended: true,
+                ..Default::default()
+            },
+            stderr: capture::Counts {
+                line_ended: true,
+                ..Default::default()
+            },
+            ..Header::default()
+        };
+        Capture::new(self.clone(), store, header)
+    }
+
+    /// Keeps the record of a command that never ran (refused): its text and `meta`.
+    pub fn keep_record(self: &Arc<Self>, name: &str, text: &[u8], meta: Value) -> Arc<Store> {
+        let store = self.new_store(self.fresh_dir(name), 0, true, now_ms());
+        self.shared
+            .send(Task::Write(store.clone(), COMMAND_FILE, text.to_vec()));
+        self.save(&store, &meta);
+        store
+    }
+
+    /// Saves (replaces) a command's record; written by the worker.
+    pub fn save(&self, store: &Arc<Store>, meta: &Value) {
+        let mut meta = meta.clone();
+        if let Value::Object(map) = &mut meta {
+            map.insert("version".into(), META_VERSION.into());
+        }
+        let mut bytes = serde_json::to_vec_pretty(&meta).expect("a JSON value serialises");
+        bytes.push(b'\n');
+        self.shared
+            .send(Task::Write(store.clone(), META_FILE, bytes));
+    }
+
+    /// Records when `store` was last read, so a restart keeps its place in the queue
+    /// for expiry and eviction.
+    pub fn save_last_read(&self, store: &Store) {
+        self.shared
+            .send(Task::Stamp(store.dir.join(META_FILE), store.last_read()));
+    }
+
+    /// Waits until the worker has done everything asked of it so far.
+    pub fn sync(&self) {
+        let (done, wait) = crossbeam_channel::bounded(1);
+        self.shared.send(Task::Barrier(done));
+        let _ = wait.recv_timeout(Duration::from_secs(30));
+    }
+
+    /// Takes `more` bytes of the budget for `store`, evicting finished commands (least
+    /// recently read first) when the spool would pass `--max-spool`.
+    fn reserve(&self, store: &Store, more: u64) -> Result<(), String> {
+        if more == 0 {
+            return Ok(());
+        }
+        let mut victims = Vec::new();
+        let result = {
+            let mut registry = self.shared.registry.lock();
+            loop {
+                if registry.used + more <= self.config.max_spool {
+                    registry.used += more;
+                    store.bytes.fetch_add(more, Ordering::SeqCst);
+                    break Ok(());
+                }
+                let victim = registry
+                    .stores
+                    .values()
+                    .filter_map(Weak::upgrade)
+                    .filter(|s| {
+                        s.id != store.id && s.finished.load(Ordering::SeqCst) && !s.is_gone()
+                    })
+                    .filter(|s| s.bytes.load(Ordering::SeqCst) > 0)
+                    .min_by_key(|s| s.last_read.load(Ordering::Relaxed));
+                let Some(victim) = victim else {
+                    break Err(format!(
+                        "the spool reached --max-spool ({}) with running commands alone",
+                        crate::units::format_size(self.config.max_spool)
+                    ));
+                };
+                victim.evicted.store(true, Ordering::SeqCst);
+                let bytes = victim.bytes.load(Ordering::SeqCst);
+                registry.used = registry.used.saturating_sub(bytes);
+                registry.evicted += 1;
+                victims.push(victim);
+            }
+        };
+        for victim in victims {
+            (self.shared.log)(&format!(
+                "evicted {} ({}) to stay under --max-spool {}",
+                victim.dir.display(),
+                crate::units::format_size(victim.bytes.load(Ordering::SeqCst)),
+                crate::units::format_size(self.config.max_spool)
+            ));
+            self.shared.send(Task::Delete(victim.dir.clone()));
+        }
+        result
+    }
+
+    /// Every command left in the state directory by an earlier driver. A directory
+    /// that cannot be read back (a truncated file, a bad record) is left where it is
+    /// and named in the log.
+    pub fn restore(self: &Arc<Self>) -> Vec<Restored> {
+        let Ok(entries) = std::fs::read_dir(&self.config.dir) else {
+            return Vec::new();
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            match self.restore_one(&path) {
+                Ok(restored) => found.push(restored),
+                Err(why) => (self.shared.log)(&format!(
+                    "skipped {} at start: {why}; it is left in place",
+                    path.display()
+                )),
+            }
+        }
+        found
+    }
+
+    fn restore_one(self: &Arc<Self>, dir: &Path) -> Result<Restored, String> {
+        let meta_path = dir.join(META_FILE);
+        let text =
+            std::fs::read(&meta_path).map_err(|e| format!("no readable {META_FILE} ({e})"))?;
+        let meta: Value =
+            serde_json::from_slice(&text).map_err(|e| format!("{META_FILE} is not JSON ({e})"))?;
+        if meta.get("version").and_then(Value::as_u64) != Some(META_VERSION) {
+            return Err(format!("{META_FILE} has an unknown version"));
+        }
+        let command = std::fs::read(dir.join(COMMAND_FILE))
+            .map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?;
+        let last_read = std::fs::metadata(&meta_path)
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or_else(now_ms, |d| d.as_millis() as u64);
+        let index_path = dir.join(capture::INDEX_FILE);
+        if !index_path.exists() {
+            // A refused command, or one that never wrote a byte.
+            let store = self.new_store(dir.to_path_buf(), 0, true, last_read);
+            let capture = (meta.get("denied").is_none()).then(|| {
+                let mut capture = self.empty_capture(store.clone());
+                capture.seal();
+                capture
+            });
+            return Ok(Restored {
+                store,
+                command,
+                meta,
+                capture,
+            });
+        }
+        let mut bytes = vec![0u8; capture::HEADER as usize];
+        let file = std::fs::File::open(&index_path)
+            .map_err(|e| format!("cannot open {} ({e})", index_path.display()))?;
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)
+            .map_err(|_| "its index is truncated".to_string())?;
+        let mut header = Header::decode(&bytes).ok_or("its index header is damaged")?;
+        let (out_len, err_len, index_len) = header.file_lens();
+        for (name, want) in [
+            (capture::STDOUT_FILE, out_len),
+            (capture::STDERR_FILE, err_len),
+            (capture::INDEX_FILE, index_len),
+        ] {
+            let have = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+            if have < want {
+                return Err(format!("{name} is truncated ({have} of {want} bytes)"));
+            }
+        }
+        header.sealed = false;
+        let disk = Capture::disk_bytes(&header);
+        let store = self.new_store(dir.to_path_buf(), disk, true, last_read);
+        let mut capture = Capture::new(self.clone(), store.clone(), header);
+        capture.seal();
+        Ok(Restored {
+            store,
+            command,
+            meta,
+            capture: Some(capture),
+        })
+    }
+
+    fn empty_capture(self: &Arc<Self>, store: Arc<Store>) -> Capture {
+        let mut header = Header {
+            capacity: self.config.max_output.max(2),
+            out_line_ended: true,
+            ..Header::default()
+        };
+        header.stdout.line_ended = true;
+        header.stderr.line_ended = true;
+        Capture::new(self.clone(), store, header)
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        // The worker ends when every sender is gone; stores may still hold one, so
+        // only wait for what was asked so far.
+        self.sync();
+        drop(self.worker.lock().take());
+    }
+}
+
+fn work(tasks: crossbeam_channel::Receiver<Task>, log: fn(&str)) {
+    for task in tasks {
+        match task {
+            Task::Write(store, name, bytes) => {
+                if store.is_gone() {
+                    continue;
+                }
+                if let Err(e) = write_atomically(&store.dir, name, &bytes) {
+                    log(&format!(
+                        "cannot write {}: {e}",
+                        store.dir.join(name).display()
+                    ));
+                }
+            }
+            Task::Stamp(path, time) => {
+                if let Ok(file) = std::fs::File::options().write(true).open(&path) {
+                    let _ = file.set_modified(time);
+                }
+            }
+            Task::Delete(dir) => {
+                if let Err(e) = std::fs::remove_dir_all(&dir) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        log(&format!("cannot delete {}: {e}", dir.display()));
+                    }
+                }
+            }
+            Task::Barrier(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let temporary = dir.join(format!(".{name}.tmp"));
+    {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&temporary)?;
+        file.write_all(bytes)?;
+    }
+    std::fs::rename(&temporary, dir.join(name))
+}
+
+#[cfg(test)]
+mod tests;

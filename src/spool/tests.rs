@@ -1,0 +1,351 @@
+//! The spool against a model: what was appended, and what head-and-tail keeping means.
+
+use super::*;
+use std::os::unix::fs::symlink;
+
+fn quiet(_: &str) {}
+
+fn spool_in(dir: &Path, max_output: u64, max_spool: u64) -> Arc<Spool> {
+    prepare_dir(dir).expect("a fresh temporary state directory is accepted");
+    Spool::open(
+        SpoolConfig {
+            dir: dir.to_path_buf(),
+            max_output,
+            max_spool,
+        },
+        quiet,
+    )
+    .expect("the worker starts")
+}
+
+/// What was appended, per stream and interleaved.
+#[derive(Default)]
+struct Model {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl Model {
+    fn append(&mut self, capture: &mut Capture, stream: Stream, bytes: &[u8]) {
+        capture.append(stream, bytes);
+        match stream {
+            Stream::Stderr => self.stderr.extend_from_slice(bytes),
+            _ => self.stdout.extend_from_slice(bytes),
+        }
+        self.output.extend_from_slice(bytes);
+    }
+
+    fn of(&self, stream: Stream) -> &[u8] {
+        match stream {
+            Stream::Stdout => &self.stdout,
+            Stream::Stderr => &self.stderr,
+            Stream::Output => &self.output,
+        }
+    }
+}
+
+fn read_all(capture: &Capture, stream: Stream) -> Vec<u8> {
+    let mut out = Vec::new();
+    capture.read(stream, 0, usize::MAX / 2, &mut out);
+    out
+}
+
+/// Every held byte of every stream reads back as written; every other byte is NUL;
+/// heads and tails have the sizes the bound allows.
+fn check(capture: &Capture, model: &Model, capacity: u64) {
+    for stream in [Stream::Stdout, Stream::Stderr, Stream::Output] {
+        let want = model.of(stream);
+        let extent = capture.extent(stream);
+        let kept = extent.kept;
+        assert_eq!(kept.end, want.len() as u64, "{stream:?} end");
+        assert_eq!(extent.written, want.len() as u64);
+        let got = read_all(capture, stream);
+        assert_eq!(got.len(), want.len(), "{stream:?} length");
+        for (at, (got, want)) in got.iter().zip(want).enumerate() {
+            if kept.holds(at as u64) {
+                assert_eq!(got, want, "{stream:?} byte {at}");
+            } else {
+                assert_eq!(*got, 0, "{stream:?} dropped byte {at}");
+            }
+        }
+        assert!(kept.held() <= capacity.max(2));
+        assert_eq!(kept.head_end.min(capacity / 4), kept.head_end);
+        // Reading in small pieces gives the same bytes.
+        let mut pieces = Vec::new();
+        let mut at = 0u64;
+        while at < kept.end {
+            let before = pieces.len();
+            capture.read(stream, at, 37, &mut pieces);
+            at += (pieces.len() - before) as u64;
+        }
+        assert_eq!(pieces, got, "{stream:?} in pieces");
+    }
+    let stdout = capture.extent(Stream::Stdout).kept;
+    if model.stdout.len() as u64 <= capacity {
+        assert_eq!(stdout.dropped(), 0);
+    } else {
+        assert_eq!(stdout.head_end, capacity / 4, "the first quarter stays");
+        assert_eq!(stdout.dropped(), model.stdout.len() as u64 - capacity);
+    }
+}
+
+fn pattern(seed: u32, len: usize) -> Vec<u8> {
+    (0..len as u32)
+        .map(|i| b'a' + ((i * 7 + seed * 13) % 26) as u8)
+        .collect()
+}
+
+#[test]
+fn streams_and_output_read_back_before_and_after_dropping() {
+    let dir = tempfile::tempdir().unwrap();
+    for capacity in [8u64, 100, 4096] {
+        for (out_chunk, err_chunk) in [(1usize, 1usize), (5, 3), (300, 7), (10_000, 1)] {
+            let spool = spool_in(
+                &dir.path().join(format!("s{capacity}-{out_chunk}")),
+                capacity,
+                u64::MAX,
+            );
+            let mut capture = spool.capture("job", b"true");
+            let mut model = Model::default();
+            for round in 0..60u32 {
+                model.append(&mut capture, Stream::Stdout, &pattern(round, out_chunk));
+                if round % 3 == 0 {
+                    model.append(
+                        &mut capture,
+                        Stream::Stderr,
+                        &pattern(round + 99, err_chunk),
+                    );
+                }
+                if round % 17 == 0 {
+                    check(&capture, &model, capacity);
+                }
+            }
+            check(&capture, &model, capacity);
+            capture.seal();
+            check(&capture, &model, capacity);
+        }
+    }
+}
+
+#[test]
+fn a_finished_capture_holds_no_descriptor() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    // Only descriptors on this spool's files: other tests open files at the same time.
+    let count = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+            .filter(|target| target.starts_with(dir.path()))
+            .count()
+    };
+    let before = count();
+    let mut captures: Vec<Capture> = (0..50)
+        .map(|i| {
+            let mut capture = spool.capture(&format!("c{i}"), b"echo");
+            capture.append(Stream::Stdout, b"line\n");
+            capture.append(Stream::Stderr, b"oops\n");
+            capture
+        })
+        .collect();
+    assert_eq!(
+        count(),
+        before + 150,
+        "running captures keep their files open"
+    );
+    for capture in &mut captures {
+        capture.seal();
+    }
+    assert_eq!(count(), before, "sealed captures closed their files");
+    assert_eq!(read_all(&captures[7], Stream::Output), b"line\noops\n");
+}
+
+#[test]
+fn the_budget_evicts_the_least_recently_read_finished_command_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    let mut old = spool.capture("old", b"x");
+    old.append(Stream::Stdout, &[b'o'; 4000]);
+    old.seal();
+    let mut read = spool.capture("read", b"x");
+    read.append(Stream::Stdout, &[b'r'; 4000]);
+    read.seal();
+    std::thread::sleep(Duration::from_millis(5));
+    let mut touched = Vec::new();
+    read.read(Stream::Stdout, 0, 10, &mut touched);
+    let mut running = spool.capture("running", b"x");
+    running.append(Stream::Stdout, &[b'n'; 4000]);
+    assert!(old.store().evicted(), "the one read longest ago goes first");
+    assert!(!read.store().evicted());
+    assert_eq!(spool.evictions(), 1);
+    assert!(spool.used() <= 10_000);
+    // Running commands alone past the bound: new output is counted, not stored.
+    running.append(Stream::Stdout, &[b'n'; 4000]);
+    assert!(read.store().evicted());
+    running.append(Stream::Stdout, &[b'n'; 4000]);
+    let extent = running.extent(Stream::Stdout);
+    assert_eq!(extent.written, 12_000);
+    assert_eq!(extent.kept.end, 8_000);
+    assert_eq!(extent.dropped(), 4_000);
+    let notice = String::from_utf8_lossy(extent.stop_notice.as_deref().unwrap()).into_owned();
+    assert!(notice.contains("--max-spool"), "{notice}");
+    spool.sync();
+    assert!(
+        !old.store().dir().exists(),
+        "an evicted command's files are deleted"
+    );
+}
+
+#[test]
+fn a_full_disk_stops_storing_without_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    let mut capture = spool.capture("full", b"x");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(capture.store().dir())
+        .unwrap();
+    symlink("/dev/full", capture.store().dir().join("stdout")).unwrap();
+    capture.append(Stream::Stdout, b"lost\n");
+    capture.append(Stream::Stderr, b"also lost\n");
+    let extent = capture.extent(Stream::Stdout);
+    assert_eq!(
+        (extent.written, extent.kept.end, extent.dropped()),
+        (5, 0, 5)
+    );
+    let notice = String::from_utf8_lossy(extent.stop_notice.as_deref().unwrap()).into_owned();
+    assert!(notice.contains("full"), "{notice}");
+    assert_eq!(capture.extent(Stream::Stderr).dropped(), 10);
+}
+
+#[test]
+fn a_restart_brings_back_output_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::default();
+    {
+        let spool = spool_in(&dir.path().join("state"), 64, u64::MAX);
+        let mut capture = spool.capture("build", b"make all");
+        for round in 0..40 {
+            model.append(&mut capture, Stream::Stdout, &pattern(round, 9));
+            model.append(&mut capture, Stream::Stderr, &pattern(round, 2));
+        }
+        capture.seal();
+        spool.save(
+            capture.store(),
+            &serde_json::json!({"name": "build", "status": "done"}),
+        );
+        let refused = spool.keep_record(
+            "nope",
+            b"sudo x",
+            serde_json::json!({"name": "nope", "denied": "no"}),
+        );
+        spool.sync();
+        drop(refused);
+        drop(capture);
+    }
+    let spool = spool_in(&dir.path().join("state"), 64, u64::MAX);
+    let mut restored = spool.restore();
+    restored.sort_by_key(|r| r.meta["name"].as_str().unwrap().to_string());
+    assert_eq!(restored.len(), 2);
+    assert_eq!(restored[0].command, b"make all");
+    assert_eq!(restored[0].meta["status"], "done");
+    check(restored[0].capture.as_ref().unwrap(), &model, 64);
+    assert!(restored[1].capture.is_none());
+    assert_eq!(restored[1].meta["denied"], "no");
+    assert!(spool.used() > 0);
+}
+
+#[test]
+fn damaged_commands_are_skipped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let (truncated, bad_json) = {
+        let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+        let mut a = spool.capture("a", b"x");
+        a.append(Stream::Stdout, &[b'a'; 1000]);
+        a.seal();
+        spool.save(a.store(), &serde_json::json!({"name": "a"}));
+        let b = spool.keep_record("b", b"x", serde_json::json!({"name": "b"}));
+        spool.sync();
+        (a.store().dir().to_path_buf(), b.dir().to_path_buf())
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(truncated.join("stdout"))
+        .unwrap();
+    file.set_len(10).unwrap();
+    std::fs::write(bad_json.join("meta.json"), "{ not json").unwrap();
+    std::fs::create_dir(dir.path().join("state/stray")).unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    assert!(spool.restore().is_empty());
+    assert!(truncated.exists(), "a damaged command is left in place");
+}
+
+#[test]
+fn removing_a_command_deletes_its_files_once_unused() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    let mut capture = spool.capture("gone", b"x");
+    capture.append(Stream::Stdout, b"bytes\n");
+    capture.seal();
+    let path = capture.store().dir().to_path_buf();
+    capture.store().remove();
+    spool.sync();
+    assert!(path.exists(), "a reader may still hold it");
+    drop(capture);
+    spool.sync();
+    assert!(!path.exists());
+    assert_eq!(spool.used(), 0);
+}
+
+#[test]
+fn bad_state_directories_are_refused_with_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let loose = dir.path().join("loose");
+    std::fs::create_dir(&loose).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let why = prepare_dir(&loose).unwrap_err();
+    assert!(
+        why.contains(&loose.display().to_string()) && why.contains("755"),
+        "{why}"
+    );
+
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let inside = file.join("state");
+    let why = prepare_dir(&inside).unwrap_err();
+    assert!(why.contains(&inside.display().to_string()), "{why}");
+
+    let fresh = dir.path().join("a/b/state");
+    prepare_dir(&fresh).unwrap();
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+}
+
+#[test]
+fn output_survives_an_index_that_wraps() {
+    let dir = tempfile::tempdir().unwrap();
+    for capacity in [100u64, 4096, 1 << 16] {
+        let spool = spool_in(&dir.path().join(format!("s{capacity}")), capacity, u64::MAX);
+        let mut capture = spool.capture("chatty", b"x");
+        let mut model = Model::default();
+        for round in 0..3000u32 {
+            let stream = if round % 2 == 0 {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
+            model.append(
+                &mut capture,
+                stream,
+                &pattern(round, 1 + (round % 5) as usize),
+            );
+        }
+        check(&capture, &model, capacity);
+        let kept = capture.extent(Stream::Output).kept;
+        assert!(kept.end - kept.tail_start > 0, "the newest output is held");
+        capture.seal();
+        check(&capture, &model, capacity);
+    }
+}
