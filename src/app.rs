@@ -4,16 +4,17 @@
 //! parked read, unmount.
 
 use crate::config::Config;
-use crate::fs::{Tree, TreeConfig};
+use crate::fs::{Comeback, Returning, Tree, TreeConfig};
 use crate::fuse::{self, Wake};
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
+use crate::spool::{Restored, Spool, SpoolConfig};
 use crate::supervisor::{Supervisor, SupervisorConfig};
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// One line on the driver's log (stderr, or the log file under --daemon).
 pub fn log(message: &str) {
@@ -313,6 +314,33 @@ fn daemonize(config: &Config) -> Result<Option<std::fs::File>, String> {
     }
 }
 
+/// What the tree needs to show again a command found in the spool.
+fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String> {
+    let name = found.meta["name"]
+        .as_str()
+        .ok_or("its record has no name")?
+        .to_string();
+    let last_read = found.store.last_read();
+    let created = found.meta["created_ms"]
+        .as_u64()
+        .map_or(last_read, |ms| UNIX_EPOCH + Duration::from_millis(ms));
+    let returning = match (found.meta["denied"].as_str(), found.capture) {
+        (Some(reason), _) => Returning::Denied {
+            reason: reason.to_string(),
+            store: found.store,
+        },
+        (None, Some(capture)) => Returning::Job(supervisor.restore(&found.meta, capture)?),
+        (None, None) => return Err("it has neither output nor a reason".into()),
+    };
+    Ok(Comeback {
+        name,
+        text: found.command,
+        created,
+        last_read,
+        returning,
+    })
+}
+
 pub fn run(config: Config) -> Result<(), String> {
     if !config.settings.exists() {
         return Err(format!(
@@ -340,8 +368,18 @@ fn serve(
     ready_pipe: &mut Option<std::fs::File>,
 ) -> Result<(), String> {
     let signals = block_signals();
+    crate::spool::prepare_dir(&config.state_dir)?;
     prepare_mount_point(&config.path)?;
     let audit = Audit::open(&config.audit_log)?;
+    let spool = Spool::open(
+        SpoolConfig {
+            dir: config.state_dir.clone(),
+            max_output: config.max_output,
+            max_spool: config.max_spool,
+        },
+        log,
+    )
+    .map_err(|e| format!("cannot start the spool: {e}"))?;
     let (sender, receiver) = crossbeam_channel::unbounded();
     let notify_sender = sender.clone();
     let supervisor = Arc::new(
@@ -349,10 +387,10 @@ fn serve(
             SupervisorConfig {
                 shell: config.shell.clone(),
                 cwd: config.cwd.clone(),
-                max_output: config.max_output,
                 kill_grace: config.kill_grace,
                 cgroup_tag: Some(crate::supervisor::cgroup::tag_for(&config.path)),
             },
+            spool.clone(),
             Arc::new(move |id| {
                 let _ = notify_sender.send(Wake::Job(id));
             }),
@@ -383,6 +421,26 @@ fn serve(
         policy.clone(),
         Some(audit),
     ));
+    tree.set_spool(spool.clone());
+    let started = Instant::now();
+    let comebacks = spool
+        .restore()
+        .into_iter()
+        .filter_map(|found| {
+            let shown = found.store.dir().display().to_string();
+            comeback(&supervisor, found)
+                .map_err(|why| log(&format!("skipped {shown} at start: {why}")))
+                .ok()
+        })
+        .collect();
+    let restored = tree.restore(comebacks, &log);
+    if restored > 0 {
+        log(&format!(
+            "restored {restored} command(s) from {} in {} ms",
+            config.state_dir.display(),
+            started.elapsed().as_millis()
+        ));
+    }
     let parts = fuse::build(tree.clone(), sender, receiver);
     let mut waker = parts.waker;
     let reloader = policy.spawn_reloader(Duration::from_millis(500), log);
@@ -460,6 +518,8 @@ fn serve(
             log(&format!("the FUSE session ended with an error: {e}"));
         }
     }
+    spool.save_last_reads();
+    spool.sync();
     log("stopped");
     Ok(())
 }

@@ -47,7 +47,7 @@ pub struct Cli {
     pub cwd: Option<PathBuf>,
 
     /// How long a stopped command stays after its files were last open
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration)]
     pub keep: Duration,
 
     /// Delay between writing a command and starting it, unless something looks for it
@@ -58,9 +58,20 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = duration)]
     pub wait_timeout: Duration,
 
-    /// Bytes kept per output stream; older bytes are dropped, with a notice
-    #[arg(long, value_name = "SIZE", default_value = "16m", value_parser = size)]
+    /// Bytes kept per output stream: the first quarter and the newest bytes; what lies
+    /// between is dropped, with a notice
+    #[arg(long, value_name = "SIZE", default_value = "64m", value_parser = size)]
     pub max_output: u64,
+
+    /// Bytes all commands' output may take on disk; finished commands least recently
+    /// read are removed first to stay under it
+    #[arg(long, value_name = "SIZE", default_value = "2g", value_parser = size)]
+    pub max_spool: u64,
+
+    /// Where output and finished commands are kept (created 0700; refused if others
+    /// may read it) [default: $XDG_STATE_HOME/terminalfs/<id of --path>]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 
     /// Stop any command that runs longer than this [default: none]
     #[arg(long, value_name = "DURATION", value_parser = duration)]

@@ -16,7 +16,9 @@ pub struct Config {
     pub keep: Duration,
     pub settle: Duration,
     pub wait_timeout: Duration,
-    pub max_output: usize,
+    pub max_output: u64,
+    pub max_spool: u64,
+    pub state_dir: PathBuf,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
     pub allowlist: bool,
@@ -66,12 +68,19 @@ impl Config {
         if cli.wait_timeout.is_zero() {
             return Err("--wait-timeout must be more than zero".into());
         }
-        let max_output = usize::try_from(cli.max_output)
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or("--max-output must be at least one byte")?;
+        if cli.max_output < 2 {
+            return Err("--max-output must be at least 2 bytes".into());
+        }
+        if cli.max_spool == 0 {
+            return Err("--max-spool must be more than zero".into());
+        }
+        let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
+        let state_dir = match &cli.state_dir {
+            Some(dir) => absolute(dir),
+            None => crate::spool::default_dir(&path),
+        };
         Ok(Config {
-            path: absolute(&cli.path.clone().unwrap_or_else(default_mount_path)),
+            path,
             settings: absolute(&cli.settings.clone().unwrap_or_else(default_settings_path)),
             audit_log: absolute(&cli.audit_log.clone().unwrap_or_else(default_audit_path)),
             shell,
@@ -79,7 +88,9 @@ impl Config {
             keep: cli.keep,
             settle: cli.settle,
             wait_timeout: cli.wait_timeout,
-            max_output,
+            max_output: cli.max_output,
+            max_spool: cli.max_spool,
+            state_dir,
             timeout: cli.timeout,
             kill_grace: cli.kill_grace,
             allowlist: cli.allowlist,

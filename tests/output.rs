@@ -34,29 +34,37 @@ fn numbered(lines: std::ops::RangeInclusive<u32>) -> String {
 }
 
 #[test]
-fn overflow_is_announced_once_and_the_rest_is_exact() {
+fn overflow_keeps_the_head_and_the_tail_with_one_exact_notice() {
     let mount = Mount::with_args(&["--max-output", "4k"]);
     mount.run(
         "flood",
         "i=1; while [ $i -le 2000 ]; do printf 'line %05d\\n' $i; i=$((i+1)); done; echo err >&2",
     );
     let stream = numbered(1..=2000);
-    let kept = &stream[stream.len() - 4096..];
+    // The first quarter and the newest three quarters of 4 KiB.
+    let (head, tail) = (&stream[..1024], &stream[stream.len() - 3072..]);
     let dropped = stream.len() - 4096;
     let text = mount.read("cmd/flood/stdout");
-    let (notice, rest) = text.split_once('\n').unwrap();
+    assert!(text.starts_with(head), "the head comes first, exact");
+    assert!(text.ends_with(tail), "the tail comes last, exact");
+    let notice = &text[head.len()..text.len() - tail.len()];
+    assert_eq!(
+        notice.lines().filter(|l| !l.is_empty()).count(),
+        1,
+        "{notice:?}"
+    );
     assert!(
-        notice.contains(&format!("{dropped} earlier bytes were dropped")),
+        notice.contains(&format!("{dropped} bytes were dropped")),
         "{notice}"
     );
-    assert_eq!(rest, kept, "the retained bytes are exact and in order");
     // The tools agree with that view.
     let out = mount.ok(
-        "f=\"$M/cmd/flood/stdout\"; tail -n 3 \"$f\"; tail -c 11 \"$f\"; wc -c < \"$f\"; \
-         grep -c 'line 02000' \"$f\"; grep -c 'dropped' \"$f\"; head -n 1 \"$f\" | wc -l",
+        "f=\"$M/cmd/flood/stdout\"; head -n 5 \"$f\"; tail -n 3 \"$f\"; tail -c 11 \"$f\"; \
+         wc -c < \"$f\"; grep -c 'line 02000' \"$f\"; grep -c 'dropped' \"$f\"",
     );
     let expected = format!(
-        "line 01998\nline 01999\nline 02000\nline 02000\n{}\n1\n1\n1\n",
+        "{}line 01998\nline 01999\nline 02000\nline 02000\n{}\n1\n1\n",
+        numbered(1..=5),
         text.len()
     );
     assert_eq!(out, expected);
@@ -68,15 +76,19 @@ fn overflow_is_announced_once_and_the_rest_is_exact() {
     );
     // stderr did not overflow: no notice.
     assert_eq!(mount.read("cmd/flood/stderr"), "err\n");
-    // result.json and the index report the drops.
+    // output follows the same rule: its head is stdout's first lines.
+    let output = mount.read("cmd/flood/output");
+    assert!(output.starts_with(head) && output.ends_with(&format!("{}err\n", &tail[4..])));
+    // result.json and the index report kept and dropped bytes.
     let result = json(&mount, "cmd/flood/result.json");
     assert_eq!(result["stdout"]["bytes"], stream.len() as u64);
+    assert_eq!(result["stdout"]["kept"], 4096);
     assert_eq!(result["stdout"]["dropped"], dropped as u64);
     assert_eq!(result["stderr"]["dropped"], 0);
-    assert!(result["output"]["dropped"].as_u64().unwrap() > 0);
+    assert_eq!(result["output"]["dropped"], dropped as u64 + 4);
     assert!(mount
         .read("cmd/index.md")
-        .contains(&format!("| {dropped} |")));
+        .contains(&format!("| {} | {dropped} |", 4096 + 4)));
 }
 
 #[test]
@@ -97,8 +109,11 @@ fn tail_f_opened_before_overflow_keeps_following_after_it() {
     }
     drop(tail);
     assert_eq!(mount.wait("slow"), "completed\n");
-    // By now a fresh read starts with the notice.
-    assert!(mount.read("cmd/slow/stdout").starts_with("[terminalfs: "));
+    // By now a fresh read shows the first lines, the notice, and the last lines.
+    let fresh = mount.read("cmd/slow/stdout");
+    assert!(fresh.starts_with("line 00001\n"), "{fresh}");
+    assert!(fresh.contains("bytes were dropped here"), "{fresh}");
+    assert!(fresh.ends_with("line 00300\n"), "{fresh}");
 }
 
 #[test]
@@ -283,7 +298,7 @@ fn carriage_returns_nul_and_invalid_utf8_are_served_byte_exact() {
     // Pages that mention the command keep their shape.
     let index = mount.read("cmd/index.md");
     let row = index.lines().find(|l| l.starts_with("| [bytes]")).unwrap();
-    assert_eq!(row.matches(" | ").count(), 4, "{row}");
+    assert_eq!(row.matches(" | ").count(), 5, "{row}");
     let result = json(&mount, "cmd/bytes/result.json");
     assert_eq!(result["stderr"]["bytes"], 4);
 }

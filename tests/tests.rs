@@ -13,5 +13,6 @@ mod output;
 mod packaging;
 mod processes;
 mod reading;
+mod spool;
 mod supervision;
 mod tree;

@@ -397,13 +397,22 @@ impl Tree {
                 });
                 state.ctl.remove(&name);
                 effects.discard_entry(state.entries.remove(&id));
-                let run = Run::Denied { reason };
+                let store = self.spool.get().map(|spool| {
+                    let meta = serde_json::json!({
+                        "name": name,
+                        "denied": reason,
+                        "created_ms": epoch_ms(SystemTime::now()),
+                    });
+                    spool.keep_record(&name, &text, meta)
+                });
+                let run = Run::Denied { reason, store };
                 self.add_command(state, name, text, run, self.config.keep, None);
             }
         }
     }
 
-    fn add_command(
+    /// Adds `cmd/<name>`, its `--keep` clock starting now.
+    pub(super) fn add_command(
         &self,
         state: &mut State,
         name: String,
@@ -561,4 +570,10 @@ impl Tree {
 fn refuse(draft: &mut Draft, refusal: Refusal) {
     let writers = draft.writers();
     draft.stage = Stage::Refused { writers, refusal };
+}
+
+/// Milliseconds since the epoch, as records store times.
+pub(super) fn epoch_ms(time: SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

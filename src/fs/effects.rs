@@ -152,16 +152,20 @@ impl Tree {
                     Some(command) => {
                         command.run = Run::Job(job.clone());
                         if !command.listed {
+                            job.store().remove();
                             effects.push(Effect::Kill {
                                 job,
                                 why: "killed: its directory was removed",
                             });
                         }
                     }
-                    None => effects.push(Effect::Kill {
-                        job,
-                        why: "killed: its directory was removed",
-                    }),
+                    None => {
+                        job.store().remove();
+                        effects.push(Effect::Kill {
+                            job,
+                            why: "killed: its directory was removed",
+                        })
+                    }
                 }
                 effects.push(Effect::Changed);
             });

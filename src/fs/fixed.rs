@@ -94,9 +94,9 @@ impl Tree {
                     .values()
                     .filter_map(|id| state.command(*id))
                     .map(|c| {
-                        let (exitcode, dropped) = match &c.run {
+                        let (exitcode, kept, dropped) = match &c.run {
                             super::state::Run::Denied { .. } | super::state::Run::Starting => {
-                                (None, 0)
+                                (None, 0, 0)
                             }
                             super::state::Run::Job(job) => {
                                 let s = job.snapshot();
@@ -104,23 +104,29 @@ impl Tree {
                                     Phase::Stopped(exit) => Some(exit.code),
                                     Phase::Running { .. } => None,
                                 };
-                                (code, s.stdout.1 + s.stderr.1)
+                                (
+                                    code,
+                                    s.stdout.kept + s.stderr.kept,
+                                    s.stdout.dropped + s.stderr.dropped,
+                                )
                             }
                         };
-                        (c, exitcode, dropped)
+                        (c, exitcode, kept, dropped)
                     })
                     .collect();
                 let rows: Vec<pages::Row> = rows
                     .iter()
-                    .map(|(c, exitcode, dropped)| pages::Row {
+                    .map(|(c, exitcode, kept, dropped)| pages::Row {
                         name: &c.name,
                         status: c.run.status_word(),
                         exitcode: *exitcode,
                         command: &c.text,
+                        kept: *kept,
                         dropped: *dropped,
                     })
                     .collect();
-                pages::cmd_index(&site, &rows)
+                let evicted = self.spool.get().map_or(0, |spool| spool.evictions());
+                pages::cmd_index(&site, &rows, evicted)
             }
             names::SKILLS_INDEX => pages::skills_index(),
             names::SKILLS_TFS_INDEX => pages::skill_dir_index(),

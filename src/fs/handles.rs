@@ -9,8 +9,8 @@ use super::pages;
 use super::slots::{self, How};
 use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read, Write};
+use super::view::View;
 use super::Tree;
-use crate::supervisor::ring::View;
 use crate::supervisor::{InputError, Stream};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -23,7 +23,7 @@ pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
         Stream::Stderr => Slot::Stderr,
         Stream::Output => Slot::Output,
     };
-    let size = job.view_size(view.stream, &view.view);
+    let size = view.view.size(&job, view.stream);
     let mtime = job.snapshot().finished_at.unwrap_or(view.created);
     Ok(Attr::new(
         names::file_ino(id, slot),
@@ -53,7 +53,7 @@ impl Tree {
             return None;
         };
         let stream = slots::stream_of(slot)?;
-        let fresh = job.fresh_view(stream);
+        let fresh = View::fresh(job, stream);
         if fresh.base == 0 {
             return None;
         }
@@ -242,7 +242,7 @@ impl Tree {
                     (Run::Job(job), How::Follow) => Body::Follow {
                         job: job.clone(),
                         stream: Stream::Output,
-                        view: job.fresh_view(Stream::Output),
+                        view: View::fresh(job, Stream::Output),
                     },
                     (Run::Job(job), How::Wait) => Body::Wait { job: job.clone() },
                     (Run::Job(job), How::Kill) => Body::Kill { job: job.clone() },
@@ -320,7 +320,7 @@ impl Tree {
                 matches!(handle.body, Body::Follow { .. }),
             );
             drop(state);
-            let (bytes, running) = job.read_view(stream, &view, offset, size);
+            let (bytes, running) = view.read(&job, stream, offset, size);
             if follow && bytes.is_empty() && running {
                 return Ok(Read::Pending { job: job.id() });
             }

@@ -21,11 +21,14 @@ mod handles;
 mod input;
 pub mod names;
 pub mod pages;
+mod restore;
 mod slots;
 mod state;
 mod types;
+pub mod view;
 
 pub use effects::{Hooks, Spawner};
+pub use restore::{Comeback, Returning};
 pub use types::{
     Attr, Errno, FsResult, Kind, Later, Lookup, OpenMode, Opened, Read, TreeConfig, Write,
     GROWING_BLKSIZE, MAX_COMMAND,
@@ -33,6 +36,7 @@ pub use types::{
 
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
+use crate::spool::Spool;
 use crate::supervisor::Job;
 use effects::{Effect, Effects};
 use names::{Dynamic, Slot};
@@ -49,6 +53,8 @@ pub struct Tree {
     policy: Arc<Policy>,
     audit: Option<Audit>,
     hooks: OnceLock<Hooks>,
+    /// Where refused commands' records are kept, and whom to ask about evictions.
+    spool: OnceLock<Arc<Spool>>,
 }
 
 impl Tree {
@@ -66,6 +72,7 @@ impl Tree {
             policy,
             audit,
             hooks: OnceLock::new(),
+            spool: OnceLock::new(),
         }
     }
 
@@ -110,9 +117,7 @@ impl Tree {
         let mut attr = self.attr_locked(&state, ino)?;
         match fh.and_then(|fh| state.handles.get(&fh)).map(|h| &h.body) {
             Some(state::Body::Fixed(bytes)) => attr.size = bytes.len() as u64,
-            Some(state::Body::Growing { job, stream, view }) => {
-                attr.size = job.view_size(*stream, view)
-            }
+            Some(state::Body::Growing { job, stream, view }) => attr.size = view.size(job, *stream),
             _ => {}
         }
         Ok(attr)
@@ -273,11 +278,21 @@ fn remove_command(state: &mut State, effects: &mut Effects, id: u64, why: &'stat
     let Some(command) = state.command_mut(id) else {
         return;
     };
-    if let Run::Job(job) = &command.run {
-        effects.push(Effect::Kill {
-            job: job.clone(),
-            why,
-        });
+    match &command.run {
+        Run::Job(job) => {
+            // Its spool files go once the last reader lets go.
+            job.store().remove();
+            effects.push(Effect::Kill {
+                job: job.clone(),
+                why,
+            });
+        }
+        Run::Denied { store, .. } => {
+            if let Some(store) = store {
+                store.remove();
+            }
+        }
+        Run::Starting => {}
     }
     command.listed = false;
     let (name, open) = (command.name.clone(), command.open);
@@ -324,6 +339,7 @@ impl Tree {
         let mut due = Vec::new();
         let mut abandoned = Vec::new();
         let mut expired = Vec::new();
+        let mut evicted = Vec::new();
         for (id, entry) in &state.entries {
             match entry {
                 Entry::Draft(draft) => match draft.stage {
@@ -337,6 +353,10 @@ impl Tree {
                 },
                 Entry::Command(command) => {
                     if !command.listed || command.pinned || command.open > 0 {
+                        continue;
+                    }
+                    if matches!(&command.run, Run::Job(job) if job.evicted()) {
+                        evicted.push(*id);
                         continue;
                     }
                     let stopped_at = match &command.run {
@@ -364,6 +384,15 @@ impl Tree {
             }
         }
         for id in expired {
+            remove_command(state, effects, id, "");
+        }
+        for id in evicted {
+            if let (Some(command), Some(spool)) = (state.command(id), self.spool.get()) {
+                spool.log(&format!(
+                    "removed cmd/{}: its output was evicted to stay under --max-spool",
+                    command.name
+                ));
+            }
             remove_command(state, effects, id, "");
         }
     }

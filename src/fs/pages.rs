@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::policy::audit::rfc3339;
-use crate::supervisor::{JobSnapshot, Phase};
+use crate::supervisor::{JobSnapshot, Phase, StreamBytes};
 use crate::units::format_duration;
 
 /// Facts every page may mention.
@@ -39,6 +39,8 @@ pub struct Row<'a> {
     pub status: &'a str,
     pub exitcode: Option<i32>,
     pub command: &'a [u8],
+    /// Output bytes held and dropped, stdout and stderr together.
+    pub kept: u64,
     pub dropped: u64,
 }
 
@@ -162,15 +164,25 @@ pub fn ctl_index(site: &Site) -> String {
     page
 }
 
-pub fn cmd_index(site: &Site, rows: &[Row]) -> String {
+/// `evicted`: finished commands removed so far to keep the spool under its bound.
+pub fn cmd_index(site: &Site, rows: &[Row], evicted: u64) -> String {
     let m = site.mount_text();
     let mut page = frontmatter(
         "index",
         "Commands",
         "Every command with its status.",
-        &[("count", rows.len().to_string())],
+        &[
+            ("count", rows.len().to_string()),
+            ("evicted", evicted.to_string()),
+        ],
     );
     page.push_str("# Commands\n\n");
+    if evicted > 0 {
+        page.push_str(&format!(
+            "{evicted} finished command(s) were removed early to keep the output on disk \
+             under --max-spool (least recently read first).\n\n"
+        ));
+    }
     if rows.is_empty() {
         page.push_str(&format!(
             "Nothing has run yet. Start something with:\n\n\
@@ -178,11 +190,12 @@ pub fn cmd_index(site: &Site, rows: &[Row]) -> String {
         ));
         return page;
     }
-    page.push_str("| name | status | exit code | command | dropped bytes |\n");
-    page.push_str("|---|---|---|---|---|\n");
+    page.push_str("| name | status | exit code | command | kept bytes | dropped bytes |\n");
+    page.push_str("|---|---|---|---|---|---|\n");
     for row in rows {
         page.push_str(&format!(
-            "| [{name}]({name}/status) | {status} | {code} | {command} | {dropped} |\n",
+            "| [{name}]({name}/status) | {status} | {code} | {command} | {kept} | {dropped} |\n",
+            kept = row.kept,
             name = row.name,
             status = row.status,
             code = row.exitcode.map(|c| c.to_string()).unwrap_or_default(),
@@ -340,7 +353,7 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         Phase::Stopped(exit) => Some(exit.clone()),
         Phase::Running { .. } => None,
     };
-    let stream = |(bytes, dropped): (u64, u64)| json!({ "bytes": bytes, "dropped": dropped });
+    let stream = |bytes: StreamBytes| json!({ "bytes": bytes.bytes, "kept": bytes.kept, "dropped": bytes.dropped });
     let value = json!({
         "name": name,
         "command": String::from_utf8_lossy(text),
@@ -410,7 +423,7 @@ mod tests {
         for page in [
             root_index(&s),
             ctl_index(&s),
-            cmd_index(&s, &[]),
+            cmd_index(&s, &[], 0),
             skills_index(),
             skill_dir_index(),
         ] {
@@ -447,7 +460,7 @@ mod tests {
 
     #[test]
     fn empty_command_index_says_how_to_start() {
-        let page = cmd_index(&site(None), &[]);
+        let page = cmd_index(&site(None), &[], 0);
         assert!(page.contains("count: 0"));
         assert!(page.contains("Nothing has run yet"));
     }
@@ -460,6 +473,7 @@ mod tests {
                 status: "completed",
                 exitcode: Some(0),
                 command: b"echo a | tr a b\necho second",
+                kept: 12,
                 dropped: 0,
             },
             Row {
@@ -467,13 +481,17 @@ mod tests {
                 status: "running",
                 exitcode: None,
                 command: b"\xff\x00`x` <y>",
+                kept: 3,
                 dropped: 7,
             },
         ];
-        let page = cmd_index(&site(None), &rows);
+        let page = cmd_index(&site(None), &rows, 2);
         assert!(page.contains("count: 2"));
-        assert!(page.contains("| [a](a/status) | completed | 0 | echo a \\| tr a b … | 0 |"));
-        assert!(page.contains("| [b](b/status) | running |  | \u{fffd} \\`x\\` &lt;y&gt; | 7 |"));
+        assert!(page.contains("evicted: 2"));
+        assert!(page.contains("| [a](a/status) | completed | 0 | echo a \\| tr a b … | 12 | 0 |"));
+        assert!(
+            page.contains("| [b](b/status) | running |  | \u{fffd} \\`x\\` &lt;y&gt; | 3 | 7 |")
+        );
         for line in page.lines().filter(|l| l.starts_with("| [")) {
             assert_eq!(line.matches(" | ").count(), 4, "{line}");
         }

@@ -6,7 +6,7 @@ use super::names::Slot;
 use super::pages;
 use super::state::{Command, Run};
 use super::types::{Attr, Kind};
-use crate::supervisor::ring::View;
+use super::view::View;
 use crate::supervisor::{JobSnapshot, Phase, Stream};
 use std::time::SystemTime;
 
@@ -211,7 +211,7 @@ fn exitcode(facts: &Facts) -> Option<Vec<u8>> {
 
 fn reason(facts: &Facts) -> Option<Vec<u8>> {
     match facts.run {
-        Run::Denied { reason } => line(reason),
+        Run::Denied { reason, .. } => line(reason),
         Run::Starting => None,
         Run::Job(_) => facts.snapshot.as_ref()?.reason.as_ref().and_then(line),
     }
@@ -294,7 +294,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
     let (size, mtime) = match (row.how, &command.run) {
         (How::Follow | How::Wait | How::Kill | How::Input | How::Keys, _) => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
-            let size = job.view_size(stream, &View::whole());
+            let size = View::whole().size(job, stream);
             let mtime = job.snapshot().finished_at.unwrap_or_else(SystemTime::now);
             (size, mtime)
         }

@@ -4,8 +4,9 @@
 use super::fixed;
 use super::names::{self, Dynamic, Slot};
 use super::types::{Errno, FsResult, Kind};
+use super::view::View;
 use crate::policy::Directives;
-use crate::supervisor::ring::View;
+use crate::spool::Store;
 use crate::supervisor::{Job, SpawnRequest, Stream};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -93,8 +94,10 @@ impl Refusal {
 }
 
 pub(super) enum Run {
+    /// Refused; `store` keeps its record across restarts (when there is a spool).
     Denied {
         reason: String,
+        store: Option<Arc<Store>>,
     },
     /// Decided and queued for its spawn, which happens outside the tree lock; lookups
     /// under it wait until the job exists.

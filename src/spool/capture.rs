@@ -208,6 +208,8 @@ impl Files {
 
 /// The capture of one command's output.
 pub struct Capture {
+    /// The command's name, for its record.
+    name: String,
     store: Arc<Store>,
     spool: Arc<Spool>,
     data: Layout,
@@ -223,10 +225,11 @@ pub struct Capture {
 }
 
 impl Capture {
-    pub(crate) fn new(spool: Arc<Spool>, store: Arc<Store>, header: Header) -> Capture {
+    pub(crate) fn new(spool: Arc<Spool>, name: &str, store: Arc<Store>, header: Header) -> Capture {
         let capacity = header.capacity;
         let files = None;
         Capture {
+            name: name.to_string(),
             store,
             spool,
             data: Layout::new(capacity),
@@ -240,8 +243,17 @@ impl Capture {
         }
     }
 
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// Saves (replaces) the command's record next to its output.
+    pub fn save(&self, meta: &serde_json::Value) {
+        self.spool.save(&self.store, meta);
     }
 
     /// Bytes the files take, by their counts.
@@ -273,6 +285,8 @@ impl Capture {
         }
         if self.checkpointed.elapsed() >= CHECKPOINT {
             self.checkpoint();
+        } else {
+            *self.store.pending.lock() = Some(self.header.encode());
         }
     }
 
@@ -364,6 +378,8 @@ impl Capture {
             return;
         }
         if let Some(files) = &self.files {
+            let mut pending = self.store.pending.lock();
+            *pending = None;
             if files.index.write_all_at(&self.header.encode(), 0).is_ok() {
                 self.dirty = false;
             }

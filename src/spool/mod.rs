@@ -120,6 +120,10 @@ pub struct Store {
     evicted: AtomicBool,
     /// Its command was removed: the files go when the last user lets go.
     removed: AtomicBool,
+    /// A header newer than the one on disk, for the worker to write within a
+    /// checkpoint interval when no more output comes to write it. Whoever writes a
+    /// header holds this lock, so an older one never lands after a newer one.
+    pending: Mutex<Option<[u8; capture::HEADER as usize]>>,
 }
 
 fn now_ms() -> u64 {
@@ -235,22 +239,29 @@ impl Spool {
     /// Opens the spool in a directory [`prepare_dir`] accepted, and starts its worker.
     pub fn open(config: SpoolConfig, log: fn(&str)) -> std::io::Result<Arc<Spool>> {
         let (tasks, receiver) = crossbeam_channel::unbounded();
+        let shared = Arc::new(Shared {
+            registry: Mutex::new(Registry::default()),
+            tasks,
+            log,
+        });
+        let registry = Arc::downgrade(&shared);
         let worker = std::thread::Builder::new()
             .name("tfs-spool".into())
-            .spawn(move || work(receiver, log))?;
+            .spawn(move || work(receiver, registry, log))?;
         Ok(Arc::new(Spool {
             config,
-            shared: Arc::new(Shared {
-                registry: Mutex::new(Registry::default()),
-                tasks,
-                log,
-            }),
+            shared,
             worker: Mutex::new(Some(worker)),
         }))
     }
 
     pub fn config(&self) -> &SpoolConfig {
         &self.config
+    }
+
+    /// Writes a line to the driver's log.
+    pub fn log(&self, message: &str) {
+        (self.shared.log)(message);
     }
 
     /// Bytes of output on disk, as counted against `--max-spool`.
@@ -275,6 +286,7 @@ impl Spool {
             finished: AtomicBool::new(finished),
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
+            pending: Mutex::new(None),
         });
         registry.used += bytes;
         registry.stores.insert(store.id, Arc::downgrade(&store));
@@ -297,20 +309,7 @@ impl Spool {
         let store = self.new_store(self.fresh_dir(name), 0, false, now_ms());
         self.shared
             .send(Task::Write(store.clone(), COMMAND_FILE, text.to_vec()));
-        let header = Header {
-            capacity: self.config.max_output.max(2),
-            out_line_ended: true,
-            stdout: capture::Counts {
-                line_ended: true,
-                ..Default::default()
-            },
-            stderr: capture::Counts {
-                line_ended: true,
-                ..Default::default()
-            },
-            ..Header::default()
-        };
-        Capture::new(self.clone(), store, header)
+        Capture::new(self.clone(), name, store, self.fresh_header())
     }
 
     /// Keeps the record of a command that never ran (refused): its text and `meta`.
@@ -339,6 +338,17 @@ impl Spool {
     pub fn save_last_read(&self, store: &Store) {
         self.shared
             .send(Task::Stamp(store.dir.join(META_FILE), store.last_read()));
+    }
+
+    /// Records every command's last read (see [`Spool::save_last_read`]).
+    pub fn save_last_reads(&self) {
+        let stores: Vec<Arc<Store>> = {
+            let registry = self.shared.registry.lock();
+            registry.stores.values().filter_map(Weak::upgrade).collect()
+        };
+        for store in stores.iter().filter(|s| !s.is_gone()) {
+            self.save_last_read(store);
+        }
     }
 
     /// Waits until the worker has done everything asked of it so far.
@@ -437,12 +447,14 @@ impl Spool {
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or_else(now_ms, |d| d.as_millis() as u64);
+        let name = meta["name"].as_str().unwrap_or_default().to_string();
         let index_path = dir.join(capture::INDEX_FILE);
         if !index_path.exists() {
             // A refused command, or one that never wrote a byte.
             let store = self.new_store(dir.to_path_buf(), 0, true, last_read);
             let capture = (meta.get("denied").is_none()).then(|| {
-                let mut capture = self.empty_capture(store.clone());
+                let header = self.fresh_header();
+                let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
                 capture.seal();
                 capture
             });
@@ -473,7 +485,7 @@ impl Spool {
         header.sealed = false;
         let disk = Capture::disk_bytes(&header);
         let store = self.new_store(dir.to_path_buf(), disk, true, last_read);
-        let mut capture = Capture::new(self.clone(), store.clone(), header);
+        let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
         capture.seal();
         Ok(Restored {
             store,
@@ -483,7 +495,8 @@ impl Spool {
         })
     }
 
-    fn empty_capture(self: &Arc<Self>, store: Arc<Store>) -> Capture {
+    /// The counts of a capture that has stored nothing, bounded by `--max-output`.
+    fn fresh_header(&self) -> Header {
         let mut header = Header {
             capacity: self.config.max_output.max(2),
             out_line_ended: true,
@@ -491,7 +504,7 @@ impl Spool {
         };
         header.stdout.line_ended = true;
         header.stderr.line_ended = true;
-        Capture::new(self.clone(), store, header)
+        header
     }
 }
 
@@ -504,8 +517,23 @@ impl Drop for Spool {
     }
 }
 
-fn work(tasks: crossbeam_channel::Receiver<Task>, log: fn(&str)) {
-    for task in tasks {
+fn work(tasks: crossbeam_channel::Receiver<Task>, shared: Weak<Shared>, log: fn(&str)) {
+    let mut swept = std::time::Instant::now();
+    loop {
+        let task = match tasks.recv_timeout(capture::CHECKPOINT) {
+            Ok(task) => Some(task),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        };
+        if swept.elapsed() >= capture::CHECKPOINT {
+            swept = std::time::Instant::now();
+            if let Some(shared) = shared.upgrade() {
+                write_pending_headers(&shared);
+            }
+        }
+        let Some(task) = task else {
+            continue;
+        };
         match task {
             Task::Write(store, name, bytes) => {
                 if store.is_gone() {
@@ -532,6 +560,27 @@ fn work(tasks: crossbeam_channel::Receiver<Task>, log: fn(&str)) {
             }
             Task::Barrier(done) => {
                 let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Writes the headers captures left for the worker (output that stopped arriving
+/// before the next checkpoint), so a crash finds counts at most one interval old.
+fn write_pending_headers(shared: &Shared) {
+    let stores: Vec<Arc<Store>> = {
+        let registry = shared.registry.lock();
+        registry.stores.values().filter_map(Weak::upgrade).collect()
+    };
+    for store in stores {
+        let mut pending = store.pending.lock();
+        if let Some(header) = pending.take() {
+            if store.is_gone() {
+                continue;
+            }
+            let path = store.dir.join(capture::INDEX_FILE);
+            if let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) {
+                let _ = std::os::unix::fs::FileExt::write_all_at(&file, &header, 0);
             }
         }
     }

@@ -1,21 +1,45 @@
-//! One command's life as the supervisor sees it: its phase, its three rings and the
-//! facts `result.json` reports. All of it sits behind one lock per job; the pump holds
-//! it only to append a chunk or record an exit, readers only to copy bytes out.
+//! One command's life as the supervisor sees it: its phase, its captured output (on
+//! disk, see [`crate::spool`]) and the facts `result.json` reports. All of it sits behind
+//! one lock per job; the pump holds it only to append a chunk or record an exit, readers
+//! only to copy bytes out.
+//!
+//! The job's record (everything but its output) is saved next to its output when it
+//! starts, when its shell stops and when its output ends, so a restarted driver can
+//! bring it back with [`Job::restore`].
 
+use crate::spool::{Capture, Extent, Store};
 use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::input::Input;
-use crate::supervisor::ring::{Ring, View};
 use crate::supervisor::terminal::TerminalSize;
 use parking_lot::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Which captured stream a file shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stream {
-    Stdout,
-    Stderr,
-    /// stdout and stderr interleaved in the order the pump received them.
-    Output,
+pub use crate::spool::Stream;
+
+/// The reason a command that was running when the driver stopped comes back with.
+pub const DRIVER_STOPPED: &str = "the driver stopped while it ran";
+
+/// Bytes of one stream, for `result.json` and `cmd/index.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StreamBytes {
+    /// Bytes the command wrote.
+    pub bytes: u64,
+    /// Bytes held (head and tail).
+    pub kept: u64,
+    /// Bytes not held: dropped between head and tail, or never stored.
+    pub dropped: u64,
+}
+
+impl StreamBytes {
+    fn of(extent: &Extent) -> StreamBytes {
+        StreamBytes {
+            bytes: extent.written,
+            kept: extent.kept.held(),
+            dropped: extent.dropped(),
+        }
+    }
 }
 
 /// How a command's shell ended.
@@ -48,10 +72,9 @@ pub struct JobSnapshot {
     pub killed: bool,
     pub timed_out: bool,
     pub reason: Option<String>,
-    /// (bytes written, bytes dropped) for stdout, stderr, output.
-    pub stdout: (u64, u64),
-    pub stderr: (u64, u64),
-    pub output: (u64, u64),
+    pub stdout: StreamBytes,
+    pub stderr: StreamBytes,
+    pub output: StreamBytes,
     /// True while some process still holds the command's stdout or stderr open.
     pub pipes_open: bool,
     /// How the command is contained: `cgroup <path>` or `process group`.
@@ -65,9 +88,7 @@ pub struct JobSnapshot {
 struct State {
     phase: Phase,
     pid: Option<i32>,
-    stdout: Ring,
-    stderr: Ring,
-    output: Ring,
+    capture: Capture,
     started_at: Option<SystemTime>,
     started: Option<Instant>,
     finished_at: Option<SystemTime>,
@@ -77,10 +98,14 @@ struct State {
     reason: Option<String>,
     open_pipes: u8,
     kill_grace: Duration,
+    /// Stopped by the driver's shutdown (or found running after a crash): it did not
+    /// get to finish, whatever its exit code says.
+    interrupted: bool,
 }
 
 pub struct Job {
     id: u64,
+    name: String,
     state: Mutex<State>,
     cgroup: Option<CommandCgroup>,
     containment: String,
@@ -93,7 +118,7 @@ pub struct Job {
 impl Job {
     pub(crate) fn new(
         id: u64,
-        max_output: usize,
+        capture: Capture,
         kill_grace: Duration,
         cgroup: Option<CommandCgroup>,
         containment: String,
@@ -108,6 +133,7 @@ impl Job {
         };
         Job {
             id,
+            name: capture.name().to_string(),
             cgroup,
             containment,
             memory,
@@ -115,9 +141,7 @@ impl Job {
             state: Mutex::new(State {
                 phase: Phase::Running { pid: 0 },
                 pid: None,
-                stdout: Ring::new(max_output),
-                stderr: Ring::new(max_output),
-                output: Ring::new(max_output),
+                capture,
                 started_at: None,
                 started: None,
                 finished_at: None,
@@ -128,7 +152,140 @@ impl Job {
                 // The pipes exist from the start; the pump counts them closed.
                 open_pipes,
                 kill_grace,
+                interrupted: false,
             }),
+        }
+    }
+
+    /// A job an earlier driver left in the spool, from the record it saved; it has
+    /// stopped. One that was still running then comes back as stopped by the driver.
+    pub fn restore(
+        id: u64,
+        meta: &Value,
+        mut capture: Capture,
+        kill_grace: Duration,
+    ) -> Result<Job, String> {
+        let name = meta["name"].as_str().ok_or("the record has no name")?;
+        let time = |key: &str| {
+            meta[key]
+                .as_u64()
+                .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
+        };
+        let flag = |key: &str| meta[key].as_bool().unwrap_or(false);
+        let number = |value: &Value, key: &str| value[key].as_u64().unwrap_or(0);
+        let exit = meta.get("exit").filter(|e| !e.is_null()).map(|e| Exit {
+            code: e["code"].as_i64().unwrap_or(-1) as i32,
+            signal: e["signal"].as_i64().map(|s| s as i32),
+            user_ms: number(e, "user_ms"),
+            sys_ms: number(e, "sys_ms"),
+            max_rss_kib: number(e, "max_rss_kib"),
+        });
+        let interrupted = exit.is_none() || flag("interrupted");
+        let started_at = time("started_at_ms");
+        let finished_at = time("finished_at_ms").or(started_at);
+        let reason = if interrupted {
+            Some(DRIVER_STOPPED.to_string())
+        } else {
+            meta["reason"].as_str().map(str::to_string)
+        };
+        capture.seal();
+        let job = Job {
+            id,
+            name: name.to_string(),
+            cgroup: None,
+            containment: meta["containment"].as_str().unwrap_or("").to_string(),
+            memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
+            input: None,
+            state: Mutex::new(State {
+                phase: Phase::Stopped(exit.unwrap_or(Exit {
+                    code: -1,
+                    signal: None,
+                    user_ms: 0,
+                    sys_ms: 0,
+                    max_rss_kib: 0,
+                })),
+                pid: meta["pid"].as_i64().map(|p| p as i32),
+                capture,
+                started_at,
+                started: None,
+                finished_at,
+                duration: meta["duration_ms"]
+                    .as_u64()
+                    .map(Duration::from_millis)
+                    .or_else(|| finished_at?.duration_since(started_at?).ok()),
+                killed: flag("killed"),
+                timed_out: flag("timed_out"),
+                reason,
+                open_pipes: 0,
+                kill_grace,
+                interrupted,
+            }),
+        };
+        if interrupted {
+            // Said once, so the next restart reads the same story.
+            let state = job.state.lock();
+            state.capture.save(&job.record(&state));
+        }
+        Ok(job)
+    }
+
+    /// What a restart needs to bring the job back (everything but its output).
+    fn record(&self, state: &State) -> Value {
+        let ms = |t: Option<SystemTime>| {
+            t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_millis() as u64)
+        };
+        let exit = match &state.phase {
+            Phase::Running { .. } => Value::Null,
+            Phase::Stopped(exit) => json!({
+                "code": exit.code,
+                "signal": exit.signal,
+                "user_ms": exit.user_ms,
+                "sys_ms": exit.sys_ms,
+                "max_rss_kib": exit.max_rss_kib,
+            }),
+        };
+        json!({
+            "name": self.name,
+            "pid": state.pid,
+            "exit": exit,
+            "started_at_ms": ms(state.started_at),
+            "finished_at_ms": ms(state.finished_at),
+            "duration_ms": state.duration.map(|d| d.as_millis() as u64),
+            "killed": state.killed,
+            "timed_out": state.timed_out,
+            "interrupted": state.interrupted,
+            "reason": state.reason,
+            "containment": self.containment,
+            "memory_limit": self.memory.map(|(bytes, _)| bytes),
+        })
+    }
+
+    /// Saves the record; once the shell has stopped and no pipe is left open, the
+    /// output is complete and its files are closed.
+    fn save(&self, state: &mut State) {
+        if state.open_pipes == 0 && matches!(state.phase, Phase::Stopped(_)) {
+            state.capture.seal();
+        }
+        state.capture.save(&self.record(state));
+    }
+
+    /// The job's files in the spool.
+    pub fn store(&self) -> Arc<Store> {
+        self.state.lock().capture.store().clone()
+    }
+
+    /// Its output was evicted from the spool to make room.
+    pub fn evicted(&self) -> bool {
+        self.state.lock().capture.store().evicted()
+    }
+
+    /// The driver is stopping while the job runs: whatever happens next, it did not
+    /// finish on its own.
+    pub(crate) fn mark_interrupted(&self) {
+        let mut state = self.state.lock();
+        if matches!(state.phase, Phase::Running { .. }) {
+            state.interrupted = true;
         }
     }
 
@@ -146,12 +303,12 @@ impl Job {
         state.pid = Some(pid);
         state.started_at = Some(at);
         state.started = Some(instant);
+        self.save(&mut state);
     }
 
     pub(crate) fn mark_failed_to_start(&self, message: &str) {
         let mut state = self.state.lock();
-        state.stderr.write(message.as_bytes());
-        state.output.write(message.as_bytes());
+        state.capture.append(Stream::Stderr, message.as_bytes());
         state.open_pipes = 0;
         state.phase = Phase::Stopped(Exit {
             code: -1,
@@ -170,20 +327,14 @@ impl Job {
                 .trim_start_matches("terminalfs: ")
                 .to_string(),
         );
+        self.save(&mut state);
     }
 
-    /// Appends a chunk the pump read from one of the command's pipes (or its terminal,
-    /// whose screen it also draws).
+    /// Appends a chunk the pump read from one of the command's pipes (stdout or
+    /// stderr, or its terminal, whose screen it also draws), in the order the chunks
+    /// must appear in `output`.
     pub(crate) fn append(&self, stream: Stream, bytes: &[u8]) {
-        {
-            let mut state = self.state.lock();
-            match stream {
-                Stream::Stdout => state.stdout.write(bytes),
-                Stream::Stderr => state.stderr.write(bytes),
-                Stream::Output => {}
-            }
-            state.output.write(bytes);
-        }
+        self.state.lock().capture.append(stream, bytes);
         if let Some(input) = &self.input {
             input.displayed(bytes);
         }
@@ -197,6 +348,9 @@ impl Job {
     pub(crate) fn pipe_closed(&self) {
         let mut state = self.state.lock();
         state.open_pipes = state.open_pipes.saturating_sub(1);
+        if state.open_pipes == 0 && matches!(state.phase, Phase::Stopped(_)) {
+            self.save(&mut state);
+        }
     }
 
     pub(crate) fn mark_exited(&self, exit: Exit) {
@@ -207,6 +361,7 @@ impl Job {
             state.reason = self.memory_reason(&exit);
         }
         state.phase = Phase::Stopped(exit);
+        self.save(&mut state);
     }
 
     /// Why a command with a memory limit failed, when the limit is the likely cause.
@@ -302,7 +457,7 @@ impl Job {
         let state = self.state.lock();
         match &state.phase {
             Phase::Running { .. } => None,
-            Phase::Stopped(exit) => Some(exit.code == 0 && !state.killed),
+            Phase::Stopped(exit) => Some(exit.code == 0 && !state.killed && !state.interrupted),
         }
     }
 
@@ -312,7 +467,7 @@ impl Job {
 
     pub fn snapshot(&self) -> JobSnapshot {
         let state = self.state.lock();
-        let counts = |ring: &Ring| (ring.end(), ring.dropped());
+        let bytes = |stream| StreamBytes::of(&state.capture.extent(stream));
         JobSnapshot {
             phase: state.phase.clone(),
             pid: state.pid,
@@ -324,9 +479,9 @@ impl Job {
             killed: state.killed,
             timed_out: state.timed_out,
             reason: state.reason.clone(),
-            stdout: counts(&state.stdout),
-            stderr: counts(&state.stderr),
-            output: counts(&state.output),
+            stdout: bytes(Stream::Stdout),
+            stderr: bytes(Stream::Stderr),
+            output: bytes(Stream::Output),
             pipes_open: state.open_pipes > 0,
             containment: self.containment.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
@@ -334,36 +489,17 @@ impl Job {
         }
     }
 
-    /// The view a fresh open of `stream` gets.
-    pub fn fresh_view(&self, stream: Stream) -> View {
-        let state = self.state.lock();
-        View::fresh(ring(&state, stream))
+    /// What a file of `stream` can show now.
+    pub fn extent(&self, stream: Stream) -> Extent {
+        self.state.lock().capture.extent(stream)
     }
 
-    /// A view's current size.
-    pub fn view_size(&self, stream: Stream, view: &View) -> u64 {
+    /// Stored bytes of `stream` from absolute offset `from` (at most `max`; bytes no
+    /// longer held read as NUL), plus whether the shell still runs.
+    pub fn read(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool) {
         let state = self.state.lock();
-        view.size(ring(&state, stream))
-    }
-
-    /// Bytes of a view, plus whether the shell is still running (for blocking reads).
-    pub fn read_view(
-        &self,
-        stream: Stream,
-        view: &View,
-        offset: u64,
-        max: usize,
-    ) -> (Vec<u8>, bool) {
-        let state = self.state.lock();
-        let bytes = view.read(ring(&state, stream), offset, max);
-        (bytes, matches!(state.phase, Phase::Running { .. }))
-    }
-}
-
-fn ring(state: &State, stream: Stream) -> &Ring {
-    match stream {
-        Stream::Stdout => &state.stdout,
-        Stream::Stderr => &state.stderr,
-        Stream::Output => &state.output,
+        let mut out = Vec::new();
+        state.capture.read(stream, from, max, &mut out);
+        (out, matches!(state.phase, Phase::Running { .. }))
     }
 }

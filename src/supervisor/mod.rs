@@ -1,5 +1,5 @@
 //! The command supervisor: spawns `<shell> -c <text>` in its own session and process
-//! group, captures stdout and stderr into rings, reaps the shell, and stops the whole
+//! group, captures stdout and stderr into the spool, reaps the shell, and stops the whole
 //! group on request (SIGTERM, then SIGKILL after a grace period).
 //!
 //! It knows nothing about FUSE or the tree. Whoever cares about progress passes a
@@ -14,13 +14,13 @@ pub mod cgroup;
 mod input;
 mod job;
 mod pump;
-pub mod ring;
 pub mod terminal;
 mod timer;
 
 pub use input::{Input, InputError, Stdin};
-pub use job::{Exit, Job, JobSnapshot, Phase, Stream};
+pub use job::{Exit, Job, JobSnapshot, Phase, Stream, StreamBytes, DRIVER_STOPPED};
 
+use crate::spool::Spool;
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
 use crate::supervisor::timer::{Timer, TimerAction};
@@ -78,7 +78,6 @@ pub type Notify = Arc<dyn Fn(u64) + Send + Sync>;
 pub struct SupervisorConfig {
     pub shell: PathBuf,
     pub cwd: PathBuf,
-    pub max_output: usize,
     pub kill_grace: Duration,
     /// Try per-command cgroups named after this tag (see [`cgroup`]); None: process
     /// groups only.
@@ -141,6 +140,7 @@ impl Wiring {
 
 pub struct Supervisor {
     config: SupervisorConfig,
+    spool: Arc<Spool>,
     pump: Pump,
     timer: Timer,
     next_id: AtomicU64,
@@ -160,7 +160,11 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    pub fn start(config: SupervisorConfig, notify: Notify) -> std::io::Result<Supervisor> {
+    pub fn start(
+        config: SupervisorConfig,
+        spool: Arc<Spool>,
+        notify: Notify,
+    ) -> std::io::Result<Supervisor> {
         // An ignored SIGCHLD survives exec, and with it the kernel reaps children by
         // itself: the pump would never get an exit status (a busy poll on the pidfd and
         // a command that never stops, or exit code 0 made up by a waiter thread).
@@ -191,6 +195,7 @@ impl Supervisor {
         };
         Ok(Supervisor {
             config,
+            spool,
             pump,
             timer,
             next_id: AtomicU64::new(1),
@@ -206,6 +211,21 @@ impl Supervisor {
 
     pub fn config(&self) -> &SupervisorConfig {
         &self.config
+    }
+
+    /// Where output and records are kept.
+    pub fn spool(&self) -> &Arc<Spool> {
+        &self.spool
+    }
+
+    /// A job, under the next id, for a command an earlier driver left in the spool.
+    pub fn restore(
+        &self,
+        meta: &serde_json::Value,
+        capture: crate::spool::Capture,
+    ) -> Result<Arc<Job>, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        Job::restore(id, meta, capture, self.config.kill_grace).map(Arc::new)
     }
 
     /// How commands are contained, in one line for the log.
@@ -225,9 +245,10 @@ impl Supervisor {
         let _gate = self.start_gate.read();
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
+            let capture = self.spool.capture(&request.name, &request.text);
             let job = Job::new(
                 id,
-                self.config.max_output,
+                capture,
                 self.config.kill_grace,
                 None,
                 String::new(),
@@ -257,7 +278,8 @@ impl Supervisor {
         let wiring = match Wiring::new(request.stdin) {
             Ok(wiring) => wiring,
             Err(error) => {
-                let job = Job::new(id, 1, grace, cgroup, containment, memory, None);
+                let capture = self.spool.capture(&request.name, &request.text);
+                let job = Job::new(id, capture, grace, cgroup, containment, memory, None);
                 let what = match request.stdin {
                     Stdin::Terminal(_) => "a terminal",
                     _ => "pipes",
@@ -271,8 +293,8 @@ impl Supervisor {
             pump: (stdout, stderr),
             input,
         } = wiring;
-        let max_output = self.config.max_output;
-        let job = Job::new(id, max_output, grace, cgroup, containment, memory, input);
+        let capture = self.spool.capture(&request.name, &request.text);
+        let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
         let job = Arc::new(job);
         let terminal = matches!(request.stdin, Stdin::Terminal(_));
         let mut command = Command::new(&self.config.shell);
@@ -430,6 +452,7 @@ impl Supervisor {
         self.close();
         let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
         for job in &jobs {
+            job.mark_interrupted();
             self.kill(job, "stopped because terminalfs shut down");
         }
         // A stopped job is no longer live, but a daemon it started may still be in its
@@ -488,15 +511,25 @@ mod tests {
 
     #[test]
     fn close_counts_every_start_that_races_it_and_refuses_the_rest() {
+        let state = tempfile::tempdir().expect("a temporary directory");
+        let spool = Spool::open(
+            crate::spool::SpoolConfig {
+                dir: state.path().join("spool"),
+                max_output: 4096,
+                max_spool: 1 << 30,
+            },
+            |_| {},
+        )
+        .expect("the spool starts");
         let supervisor = Arc::new(
             Supervisor::start(
                 SupervisorConfig {
                     shell: PathBuf::from("/bin/sh"),
                     cwd: std::env::temp_dir(),
-                    max_output: 4096,
                     kill_grace: Duration::from_millis(200),
                     cgroup_tag: None,
                 },
+                spool,
                 Arc::new(|_| {}),
             )
             .expect("the supervisor starts"),
@@ -552,7 +585,7 @@ mod tests {
         assert_eq!(running + refused.len(), jobs.len(), "the rest never began");
         // Starts after close (all but the slowest machines have some) say why.
         for job in refused {
-            let (said, _) = job.read_view(Stream::Stderr, &ring::View::whole(), 0, 4096);
+            let (said, _) = job.read(Stream::Stderr, 0, 4096);
             assert_eq!(
                 String::from_utf8_lossy(&said),
                 "terminalfs: not started: terminalfs is shutting down\n"

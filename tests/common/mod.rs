@@ -43,6 +43,8 @@ pub struct Mount {
     pub path: PathBuf,
     pub settings: PathBuf,
     pub state: PathBuf,
+    /// The driver's `--state-dir` (unless a test passes its own).
+    pub spool: PathBuf,
     child: Option<Child>,
     /// Everything the driver logged so far.
     pub log: Arc<Mutex<String>>,
@@ -90,12 +92,14 @@ impl Mount {
         let path = dir.path().join("mnt");
         let settings = dir.path().join("settings.json");
         let state = dir.path().join("state");
+        let spool = dir.path().join("spool");
         std::fs::write(&settings, options.settings).unwrap();
         let mut mount = Mount {
             dir,
             path,
             settings,
             state,
+            spool,
             child: None,
             log: Arc::new(Mutex::new(String::new())),
         };
@@ -113,6 +117,9 @@ impl Mount {
         let mut command = Command::new(BIN);
         if !args.contains(&"--cwd") {
             command.arg("--cwd").arg(self.dir.path());
+        }
+        if !args.contains(&"--state-dir") {
+            command.arg("--state-dir").arg(&self.spool);
         }
         command
             .arg("--path")
@@ -148,6 +155,20 @@ impl Mount {
                 self.log()
             );
         }
+    }
+
+    /// The spool directories of commands named `name` (one per run of that name).
+    pub fn spool_dirs(&self, name: &str) -> Vec<PathBuf> {
+        let prefix = format!("{name}.");
+        std::fs::read_dir(&self.spool)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub fn log(&self) -> String {
