@@ -493,7 +493,7 @@ mod tests {
             page.contains("| [b](b/status) | running |  | \u{fffd} \\`x\\` &lt;y&gt; | 3 | 7 |")
         );
         for line in page.lines().filter(|l| l.starts_with("| [")) {
-            assert_eq!(line.matches(" | ").count(), 4, "{line}");
+            assert_eq!(line.matches(" | ").count(), 5, "{line}");
         }
     }
 
