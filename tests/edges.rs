@@ -125,7 +125,7 @@ fn a_page_reads_whole_as_rendered_at_open() {
     let mut text = String::new();
     page.read_to_string(&mut text).unwrap();
     assert!(
-        text.contains("| [changing](changing/status) | running |  | sleep 1; exit 3 | 0 |\n"),
+        text.contains("| [changing](changing/status) | running |  | sleep 1; exit 3 | 0 | 0 |\n"),
         "{text}"
     );
 }

@@ -183,15 +183,17 @@ fn pages_have_frontmatter_and_say_what_they_should() {
     let index = mount.read("cmd/index.md");
     assert!(index.contains("count: 3"), "{index}");
     assert!(
-        index.contains("| [first](first/status) | completed | 0 | echo hi | 0 |"),
+        index.contains("| [first](first/status) | completed | 0 | echo hi | 3 | 0 |"),
         "{index}"
     );
     assert!(
-        index.contains("| [pipes](pipes/status) | completed | 0 | echo 'a\\|b' \\| cat … | 0 |"),
+        index.contains(
+            "| [pipes](pipes/status) | completed | 0 | echo 'a\\|b' \\| cat … | 16 | 0 |"
+        ),
         "{index}"
     );
     assert!(
-        index.contains("| [slow](slow/status) | running |  | sleep 300 | 0 |"),
+        index.contains("| [slow](slow/status) | running |  | sleep 300 | 0 | 0 |"),
         "{index}"
     );
     let skill = mount.read("skills/terminalfs/SKILL.md");
