@@ -49,12 +49,19 @@ fn a_minute_of_yes_keeps_memory_bounded_and_is_never_blocked() {
         samples.iter().min().copied().unwrap_or(0) >> 20
     );
     assert!(peak < 64 * 1024, "driver RSS peaked at {peak} KiB");
-    // A fresh read shows the notice and exactly the last MiB.
+    // A fresh read shows the first quarter MiB, one notice line, then exactly the
+    // newest three quarters.
     let text = std::fs::read(mount.p("cmd/yes/stdout")).unwrap();
-    let newline = text.iter().position(|b| *b == b'\n').unwrap();
-    assert!(String::from_utf8_lossy(&text[..newline]).contains("earlier bytes were dropped"));
-    assert_eq!(text.len() - newline - 1, 1 << 20);
-    assert!(text[newline + 1..]
+    let notice = text
+        .windows(13)
+        .position(|w| w == b"[terminalfs: ")
+        .expect("a notice line");
+    assert_eq!(notice, 256 << 10);
+    assert!(text[..notice].chunks(2).all(|pair| pair == b"y\n"));
+    let after = notice + text[notice..].iter().position(|b| *b == b'\n').unwrap() + 1;
+    assert!(String::from_utf8_lossy(&text[notice..after]).contains("bytes were dropped"));
+    assert_eq!(text.len() - after, 768 << 10);
+    assert!(text[after..]
         .chunks(2)
         .all(|pair| pair == b"y\n" || pair == b"\ny" || pair == b"y"));
 }
