@@ -462,6 +462,11 @@ fn serve(
         .name("tfs-session".into())
         .spawn(move || session.run())
         .map_err(|e| format!("cannot start the session thread: {e}"))?;
+    // Commands' stderr becomes a file of this mount from now on (see
+    // `supervisor::capture`); macFUSE is untried for it, so stderr stays a pipe there.
+    if cfg!(target_os = "linux") {
+        supervisor.capture_stderr_in(config.path.clone());
+    }
 
     log(&format!(
         "ready: mounted at {} (settings {}, {} rule(s), shell {}, cwd {})",

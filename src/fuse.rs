@@ -14,6 +14,7 @@
 //! A second thread (the "ticker") does the tree's slow work off the request threads:
 //! the periodic tick (settle, keep, abandoned drafts) and the spawns the tree queues.
 
+use crate::fs::stderr::stderr_job;
 use crate::fs::{
     Attr, Errno as TreeErrno, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write,
 };
@@ -448,6 +449,13 @@ impl Driver {
 
 impl Filesystem for Driver {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent.0 == crate::fs::names::ROOT {
+            match self.tree.stderr_lookup(name.as_bytes()) {
+                Some(Ok(attr)) => return reply_entry(reply, &attr, self.owner()),
+                Some(Err(e)) => return reply.error(errno(e)),
+                None => {}
+            }
+        }
         match self.tree.lookup(parent.0, name.as_bytes()) {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
             Ok(Lookup::Later(later)) => self.lot.park(
@@ -472,10 +480,19 @@ impl Filesystem for Driver {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if stderr_job(ino.0).is_some() {
+            return;
+        }
         self.tree.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        if let Some(id) = stderr_job(ino.0) {
+            return reply.attr(
+                &TTL,
+                &file_attr(&self.tree.stderr_getattr(id), self.owner()),
+            );
+        }
         match self.tree.getattr(ino.0, fh.map(|fh| fh.0)) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
             Err(e) => reply.error(errno(e)),
@@ -502,6 +519,13 @@ impl Filesystem for Driver {
     ) {
         if mode.is_some() || uid.is_some() || gid.is_some() {
             return reply.error(Errno::EPERM);
+        }
+        if let Some(id) = stderr_job(ino.0) {
+            // `> /dev/stderr` truncates: an append-only stream has nothing to cut.
+            return reply.attr(
+                &TTL,
+                &file_attr(&self.tree.stderr_getattr(id), self.owner()),
+            );
         }
         match self.tree.setattr(ino.0, size) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
@@ -588,6 +612,16 @@ impl Filesystem for Driver {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if let Some(id) = stderr_job(ino.0) {
+            if open_mode(flags.0).write {
+                return match self.tree.stderr_open(id) {
+                    // Direct I/O: each write reaches the supervisor while its writer waits.
+                    Ok(()) => reply.opened(FileHandle(0), open_flags(true)),
+                    Err(e) => reply.error(errno(e)),
+                };
+            }
+            return reply.error(Errno::EACCES);
+        }
         match self.tree.open(ino.0, open_mode(flags.0)) {
             Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(opened.direct_io)),
             Err(e) => reply.error(errno(e)),
@@ -628,7 +662,7 @@ impl Filesystem for Driver {
     fn write(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -637,6 +671,12 @@ impl Filesystem for Driver {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if let Some(id) = stderr_job(ino.0) {
+            return match self.tree.stderr_write(id, data) {
+                Ok(n) => reply.written(n),
+                Err(e) => reply.error(errno(e)),
+            };
+        }
         match self.tree.write(fh.0, offset, data) {
             Ok(Write::Done(n)) => reply.written(n),
             Ok(Write::Pending { job }) => self.lot.park(
@@ -659,11 +699,14 @@ impl Filesystem for Driver {
     fn flush(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        if stderr_job(ino.0).is_some() {
+            return reply.ok();
+        }
         match self.tree.flush(fh.0) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(e)),
@@ -673,13 +716,17 @@ impl Filesystem for Driver {
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        if let Some(id) = stderr_job(ino.0) {
+            reply.ok();
+            return self.tree.stderr_release(id);
+        }
         self.tree.release(fh.0);
         reply.ok();
         let _ = self.lot.wake.send(Wake::Released);

@@ -3,6 +3,8 @@
 
 mod common;
 
+mod capture;
+
 mod deny;
 mod drafts;
 mod edges;

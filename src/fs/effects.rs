@@ -25,6 +25,21 @@ pub trait Spawner: Send + Sync {
     fn shell(&self) -> &Path;
     /// The directory commands run in, for the pages and the audit log.
     fn cwd(&self) -> &Path;
+    /// Commands' stderr files (`stderr.rs`): whether job `id`'s may be looked up now.
+    /// A spawner that hands out no such files keeps the defaults: none exist.
+    fn stderr_lookup(&self, _id: u64) -> bool {
+        false
+    }
+    /// An open of job `id`'s stderr file; false when it has none.
+    fn stderr_open(&self, _id: u64) -> bool {
+        false
+    }
+    /// A write to job `id`'s stderr file; false when it has none.
+    fn stderr_write(&self, _id: u64, _bytes: &[u8]) -> bool {
+        false
+    }
+    /// The release of one open of job `id`'s stderr file.
+    fn stderr_release(&self, _id: u64) {}
 }
 
 impl Spawner for Supervisor {
@@ -42,6 +57,22 @@ impl Spawner for Supervisor {
 
     fn cwd(&self) -> &Path {
         &self.config().cwd
+    }
+
+    fn stderr_lookup(&self, id: u64) -> bool {
+        Supervisor::stderr_lookup(self, id)
+    }
+
+    fn stderr_open(&self, id: u64) -> bool {
+        Supervisor::stderr_open(self, id)
+    }
+
+    fn stderr_write(&self, id: u64, bytes: &[u8]) -> bool {
+        Supervisor::stderr_write(self, id, bytes)
+    }
+
+    fn stderr_release(&self, id: u64) {
+        Supervisor::stderr_release(self, id)
     }
 }
 

@@ -24,6 +24,7 @@ pub mod pages;
 mod restore;
 mod slots;
 mod state;
+pub mod stderr;
 mod types;
 pub mod view;
 

@@ -9,11 +9,16 @@
 //! Threads: one pump thread polls every pipe (and, on Linux, every pidfd) and owns all
 //! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits.
 //! No thread exists per command, so a finished command leaves none behind.
+//!
+//! stderr writes of a command arrive through [`Supervisor::stderr_write`] when its
+//! stderr is a file of the mount (see [`capture`]); the caller serves that file.
 
+pub mod capture;
 pub mod cgroup;
 mod input;
 mod job;
 mod pump;
+mod spawn;
 pub mod terminal;
 mod timer;
 
@@ -21,17 +26,17 @@ pub use input::{Input, InputError, Stdin};
 pub use job::{Exit, Job, JobSnapshot, Phase, Stream, StreamBytes, DRIVER_STOPPED};
 
 use crate::spool::Spool;
+use crate::supervisor::capture::{Capture, Registry};
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
+use crate::supervisor::spawn::Prepared;
 use crate::supervisor::timer::{Timer, TimerAction};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -99,8 +104,9 @@ pub struct SpawnRequest {
 
 /// The descriptors a command's standard streams are made of.
 struct Wiring {
-    /// The child's stdin, stdout and stderr.
-    child: [Stdio; 3],
+    /// The child's stdin (None: `/dev/null`), stdout, and stderr if it cannot open its
+    /// stderr file (on a terminal: the terminal, always).
+    child: (Option<OwnedFd>, OwnedFd, OwnedFd),
     /// What the pump reads: stdout (or the terminal) and stderr (none for a terminal).
     pump: (OwnedFd, Option<OwnedFd>),
     input: Option<Input>,
@@ -110,29 +116,29 @@ impl Wiring {
     fn new(stdin: Stdin) -> std::io::Result<Wiring> {
         if let Stdin::Terminal(size) = stdin {
             let pty = terminal::pty::Pty::open(size)?;
-            let slave = || pty.slave.try_clone().map(Stdio::from);
             return Ok(Wiring {
-                child: [slave()?, slave()?, slave()?],
+                child: (
+                    Some(pty.slave.try_clone()?),
+                    pty.slave.try_clone()?,
+                    pty.slave,
+                ),
                 pump: (pty.master.try_clone()?, None),
                 input: Some(Input::terminal(pty.master, size)),
             });
         }
-        let pipes = pump::make_pipes()?;
+        let (stdout_read, stdout_write) = pump::make_pipe()?;
+        let (stderr_read, stderr_write) = pump::make_pipe()?;
         let (child_stdin, input) = match stdin {
             Stdin::Pipe => {
-                let (read, write) = pump::pipe(0)?;
+                let (read, write) = pump::pipe()?;
                 pump::set_nonblocking(write.as_raw_fd());
-                (Stdio::from(read), Some(Input::pipe(write)))
+                (Some(read), Some(Input::pipe(write)))
             }
-            _ => (Stdio::null(), None),
+            _ => (None, None),
         };
         Ok(Wiring {
-            child: [
-                child_stdin,
-                Stdio::from(pipes.stdout_write),
-                Stdio::from(pipes.stderr_write),
-            ],
-            pump: (pipes.stdout_read, Some(pipes.stderr_read)),
+            child: (child_stdin, stdout_write, stderr_write),
+            pump: (stdout_read, Some(stderr_read)),
             input,
         })
     }
@@ -157,6 +163,9 @@ pub struct Supervisor {
     /// and exclusively while shutdown begins: a start either finishes before shutdown
     /// counts the live jobs, or sees `closing` and does not begin.
     start_gate: parking_lot::RwLock<()>,
+    registry: Arc<Registry>,
+    /// Where commands' stderr files are opened (the mount's root), once it is mounted.
+    stderr_dir: parking_lot::Mutex<Option<PathBuf>>,
 }
 
 impl Supervisor {
@@ -173,7 +182,8 @@ impl Supervisor {
             libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         }
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
-        let pump = Pump::start(notify.clone(), live.clone())?;
+        let registry: Arc<Registry> = Default::default();
+        let pump = Pump::start(notify.clone(), live.clone(), registry.clone())?;
         let timer = Timer::start();
         let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
             None => (None, "process groups".to_string(), 0),
@@ -206,6 +216,8 @@ impl Supervisor {
             reaped_at_start,
             closing: AtomicBool::new(false),
             start_gate: parking_lot::RwLock::new(()),
+            registry,
+            stderr_dir: parking_lot::Mutex::new(None),
         })
     }
 
@@ -236,6 +248,51 @@ impl Supervisor {
     /// Processes killed at start because an earlier driver on the same path left them.
     pub fn reaped_at_start(&self) -> usize {
         self.reaped_at_start
+    }
+
+    /// From now on each command opens its stderr at `dir/<stderr_file_name(id)>`,
+    /// which must reach [`Supervisor::stderr_lookup`], [`Supervisor::stderr_open`],
+    /// [`Supervisor::stderr_write`] and [`Supervisor::stderr_release`] (see
+    /// [`capture`]). Without it, or when that open fails, stderr is a pipe.
+    pub fn capture_stderr_in(&self, dir: PathBuf) {
+        *self.stderr_dir.lock() = Some(dir);
+    }
+
+    /// Whether job `id`'s stderr file may be looked up now: only until its child has
+    /// exec'd.
+    pub fn stderr_lookup(&self, id: u64) -> bool {
+        self.registry
+            .get(id)
+            .is_some_and(|capture| capture.is_opening())
+    }
+
+    /// A handle of job `id`'s stderr file is being opened; false when the job has no
+    /// such file (any more).
+    pub fn stderr_open(&self, id: u64) -> bool {
+        match self.registry.get(id) {
+            Some(capture) => {
+                capture.stderr_opened();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A write to job `id`'s stderr file: what its stdout pipe holds goes first. False
+    /// when the job has no such file.
+    pub fn stderr_write(&self, id: u64, bytes: &[u8]) -> bool {
+        let Some(capture) = self.registry.get(id) else {
+            return false;
+        };
+        capture.stderr(bytes);
+        (self.notify)(id);
+        true
+    }
+
+    /// A handle of job `id`'s stderr file was released.
+    pub fn stderr_release(&self, id: u64) {
+        self.registry.stderr_released(id);
+        (self.notify)(id);
     }
 
     /// Starts a command. Never fails: a shell that cannot start gives a job that has
@@ -288,110 +345,12 @@ impl Supervisor {
                 return self.failed(Arc::new(job), &message);
             }
         };
-        let Wiring {
-            child: [child_stdin, child_stdout, child_stderr],
-            pump: (stdout, stderr),
-            input,
-        } = wiring;
+        let Wiring { child, pump, input } = wiring;
         let capture = self.spool.capture(&request.name, &request.text);
         let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
         let job = Arc::new(job);
-        let terminal = matches!(request.stdin, Stdin::Terminal(_));
-        let mut command = Command::new(&self.config.shell);
-        // A kernel limits one argument to 128 KiB; a longer command is handed to the
-        // shell as a script file on descriptor 3 instead of through `-c`.
-        let script = if request.text.len() > MAX_INLINE_COMMAND {
-            match script_file(&request.text) {
-                Ok(fd) => Some(fd),
-                Err(error) => {
-                    let message = format!(
-                        "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
-                        request.text.len()
-                    );
-                    return self.failed(job, &message);
-                }
-            }
-        } else {
-            None
-        };
-        match &script {
-            Some(_) => command.arg("/dev/fd/3"),
-            None => command.arg("-c").arg(OsStr::from_bytes(&request.text)),
-        };
-        command
-            .current_dir(&self.config.cwd)
-            .env("TERMINALFS_NAME", &request.name)
-            .stdin(child_stdin)
-            .stdout(child_stdout)
-            .stderr(child_stderr);
-        if terminal {
-            command.env("TERM", terminal::pty::TERM);
-        }
-        let script_fd = script.as_ref().map(|fd| fd.as_raw_fd());
-        let driver = std::process::id() as libc::pid_t;
-        // SAFETY: only async-signal-safe calls (setsid, ioctl, signal, prctl, getppid,
-        // dup2, fcntl, sigprocmask, setrlimit, open/write/close) that touch no memory of
-        // the parent.
-        unsafe {
-            command.pre_exec(move || {
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if terminal {
-                    // Stdin is the terminal by now: it becomes the session's own, so
-                    // Ctrl-C reaches the foreground group and /dev/tty opens.
-                    terminal::pty::make_controlling_terminal(0)?;
-                }
-                let mut empty: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut empty);
-                libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-                // An ignored signal stays ignored across exec: a driver started in the
-                // background of a script (SIGINT, SIGQUIT) or by nohup (SIGHUP) would
-                // hand that on, and Ctrl-C on a terminal would reach nobody.
-                for signal in 1..65 {
-                    libc::signal(signal, libc::SIG_DFL);
-                }
-                #[cfg(target_os = "linux")]
-                {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    // The driver may have died between fork and prctl: then no signal
-                    // will ever come, so do not run unowned.
-                    if libc::getppid() != driver {
-                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                    }
-                }
-                #[cfg(not(target_os = "linux"))]
-                let _ = driver;
-                if let Some(procs) = &procs {
-                    cgroup::join_in_child(procs)?;
-                }
-                if let Some(bytes) = rlimit {
-                    let limit = libc::rlimit {
-                        rlim_cur: bytes as libc::rlim_t,
-                        rlim_max: bytes as libc::rlim_t,
-                    };
-                    libc::setrlimit(libc::RLIMIT_AS, &limit);
-                }
-                if let Some(fd) = script_fd {
-                    if fd == 3 {
-                        libc::fcntl(3, libc::F_SETFD, 0);
-                    } else if libc::dup2(fd, 3) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        self.pump.watch(job.clone(), stdout, stderr);
-        let spawned = command.spawn();
-        drop(script);
-        match spawned {
-            Ok(child) => {
-                let pid = child.id() as i32;
-                // The pump reaps by pid; dropping `child` neither waits nor kills.
-                drop(child);
-                // Our copies of the write ends must go, or the pipes never end.
-                drop(command);
+        match self.fork(&job, &request, child, pump, procs, rlimit) {
+            Ok(pid) => {
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
                 self.pump.started(id, pid);
@@ -402,18 +361,88 @@ impl Supervisor {
                     );
                 }
             }
-            Err(error) => {
-                let message = format!(
-                    "terminalfs: cannot start {} -c in {}: {error}\n",
-                    self.config.shell.display(),
-                    self.config.cwd.display()
-                );
+            Err(message) => {
                 self.pump.abandon(id);
                 return self.failed(job, &message);
             }
         }
         (self.notify)(id);
         job
+    }
+
+    /// Makes the command's pipes and forks its child (see [`spawn`]); returns its pid,
+    /// or why it could not start.
+    fn fork(
+        &self,
+        job: &Arc<Job>,
+        request: &SpawnRequest,
+        (stdin, stdout_write, stderr_write): (Option<OwnedFd>, OwnedFd, OwnedFd),
+        (stdout_read, stderr_read): (OwnedFd, Option<OwnedFd>),
+        procs: Option<std::ffi::CString>,
+        rlimit: Option<u64>,
+    ) -> Result<i32, String> {
+        let id = job.id();
+        let terminal = matches!(request.stdin, Stdin::Terminal(_));
+        let (status_read, status_write) = pump::make_status_pipe()
+            .map_err(|error| format!("terminalfs: cannot make pipes: {error}\n"))?;
+        // A kernel limits one argument to 128 KiB; a longer command is handed to the
+        // shell as a script file on descriptor 3 instead of through `-c`.
+        let script = if request.text.len() > MAX_INLINE_COMMAND {
+            Some(script_file(&request.text).map_err(|error| {
+                format!(
+                    "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
+                    request.text.len()
+                )
+            })?)
+        } else {
+            None
+        };
+        let args: Vec<&OsStr> = match &script {
+            Some(_) => vec![OsStr::new("/dev/fd/3")],
+            None => vec![OsStr::new("-c"), OsStr::from_bytes(&request.text)],
+        };
+        let what = format!(
+            "{} -c in {}",
+            self.config.shell.display(),
+            self.config.cwd.display()
+        );
+        let mut env = vec![("TERMINALFS_NAME", OsStr::new(&request.name))];
+        if terminal {
+            env.push(("TERM", OsStr::new(terminal::pty::TERM)));
+        }
+        let mut prepared = Prepared::new(
+            &self.config.shell,
+            &args,
+            &self.config.cwd,
+            &env,
+            stdout_write.as_raw_fd(),
+            stderr_write.as_raw_fd(),
+            status_write.as_raw_fd(),
+        )
+        .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
+        prepared.stdin = stdin.as_ref().map(|fd| fd.as_raw_fd());
+        prepared.terminal = terminal;
+        prepared.procs = procs;
+        prepared.rlimit = rlimit;
+        prepared.script = script.as_ref().map(|fd| fd.as_raw_fd());
+        // On a terminal, stderr is the terminal: one stream, with nothing to order.
+        if !terminal {
+            prepared.stderr_file = self.stderr_dir.lock().as_ref().and_then(|dir| {
+                let path = dir.join(capture::stderr_file_name(id));
+                std::ffi::CString::new(path.into_os_string().into_vec()).ok()
+            });
+        }
+        let capture = Arc::new(Capture::new(job.clone(), stdout_read));
+        self.registry.insert(capture.clone());
+        self.pump
+            .watch(capture, stderr_read, status_read, what.clone());
+        let pid = prepared
+            .fork()
+            .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
+        // Our copies of the child's ends go now, or the pipes never end; the script
+        // too (the child has its own).
+        drop((stdin, stdout_write, stderr_write, status_write, script));
+        Ok(pid)
     }
 
     /// A job that never ran: it has stopped with exit code -1 and `message` on its

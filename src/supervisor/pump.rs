@@ -1,99 +1,81 @@
-//! The pump: one thread that reads every command's pipes and exit notifications,
-//! appends output to the job's rings and reaps shells. Because it reads whenever a pipe
-//! has data, a command never blocks on a full pipe, whatever the readers do.
+//! The pump: one thread that reads every command's stdout pipe (and the stderr pipe of
+//! a command whose stderr is not a file of the mount), watches exits, appends output
+//! to the jobs and reaps shells. Because it reads whenever a pipe has data, a command
+//! never blocks on a full pipe, whatever the readers do. Each round reads at most
+//! [`READS_PER_ROUND`] chunks per pipe, so several loud commands share it fairly.
 //!
-//! Order across stdout and stderr: two pipes carry no common clock, so on Linux the
-//! pump asks the kernel for one queued real-time signal per write (`F_SETSIG` with
-//! `O_ASYNC`, directed at the pump thread and read through a signalfd) and makes the
-//! pipes packet pipes (`O_DIRECT`), where a read returns one write. Reading one write
-//! per signal, in signal order, rebuilds the order in which the command wrote. Where
-//! that is unavailable (another platform, a full signal queue), the pump falls back to
-//! reading whatever is ready, which keeps every byte but may group near-simultaneous
-//! writes by stream.
+//! Order across stdout and stderr is kept by [`capture`](super::capture): the pump
+//! only ever reads stdout under the command's capture lock.
 //!
 //! Exits arrive through a pidfd on Linux; elsewhere (or when pidfds are missing) a
-//! small thread blocks in `waitpid` for that one child and hands the status over. The
-//! pump drains a command's pipes before it records the exit, so everything the shell
-//! wrote before it exited is in the rings when `wait` answers.
+//! small thread blocks in `wait4` for that one child and hands the status over; a
+//! status that arrives before the pump has heard of the pid is kept until it has.
+//! The pump moves what a command's pipes hold before it records the exit, so
+//! everything the shell wrote before it exited is in the job when `wait` answers.
+//!
+//! No signal is ever queued: the pump's wake-ups are a pipe, pollable descriptors and
+//! pidfds, so a command that writes fast costs other processes of the same user
+//! nothing (real-time signal queues are counted per user).
 
+use crate::supervisor::capture::{Capture, Pumped, Registry, CHUNK};
 use crate::supervisor::job::{Exit, Job, Stream};
+use crate::supervisor::spawn::{self, Stage};
 use crate::supervisor::Notify;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-const CHUNK: usize = 256 * 1024;
-/// Reads that empty a pipe whose writes are not announced (after a signal-queue
-/// overflow, a quiet second, or an exit): up to 256 MiB of packets, so a writer that
-/// never stops cannot hold the pump for long.
-const DRAIN_ALL: usize = 1 << 16;
-/// Reads per round for a polled (unannounced) pipe, for fairness between commands.
-const DRAIN_POLLED: usize = 16;
-/// A packet pipe splits a write into packets of one page.
-const PACKET: usize = 4096;
-
-/// The two pipes of one command: the write ends go to the child, the read ends to the
-/// pump.
-pub struct Pipes {
-    pub stdout_read: OwnedFd,
-    pub stdout_write: OwnedFd,
-    pub stderr_read: OwnedFd,
-    pub stderr_write: OwnedFd,
-}
-
-/// Makes a command's pipes: close-on-exec, packet pipes on Linux, read ends
-/// non-blocking and enlarged.
-pub fn make_pipes() -> std::io::Result<Pipes> {
-    let (stdout_read, stdout_write) = pipe(packet_flag())?;
-    let (stderr_read, stderr_write) = pipe(packet_flag())?;
-    for fd in [&stdout_read, &stderr_read] {
-        set_nonblocking(fd.as_raw_fd());
-        enlarge_pipe(fd.as_raw_fd());
-    }
-    Ok(Pipes {
-        stdout_read,
-        stdout_write,
-        stderr_read,
-        stderr_write,
-    })
-}
-
+/// Reads of one pipe per round before the pump turns to the next command.
+const READS_PER_ROUND: usize = 4;
+/// Reads that take what a pipe holds when its shell exits: more than a full pipe.
+const READS_AT_EXIT: usize = 8;
+/// The size asked for each pipe: fewer wake-ups and larger reads (Linux only).
 #[cfg(target_os = "linux")]
-fn packet_flag() -> i32 {
-    libc::O_DIRECT
+const PIPE_SIZE: i32 = 1 << 20;
+
+/// Makes a pipe for a command's output: close-on-exec, read end non-blocking,
+/// enlarged.
+pub fn make_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = pipe()?;
+    set_nonblocking(read.as_raw_fd());
+    enlarge_pipe(read.as_raw_fd());
+    Ok((read, write))
 }
 
-#[cfg(not(target_os = "linux"))]
-fn packet_flag() -> i32 {
-    0
-}
-
-struct Pipe {
-    fd: OwnedFd,
-    stream: Stream,
-    /// Data is announced by queued signals (read one write per signal) rather than
-    /// found by polling.
-    ordered: bool,
+/// Makes a child's status pipe: close-on-exec, read end non-blocking.
+pub fn make_status_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = pipe()?;
+    set_nonblocking(read.as_raw_fd());
+    Ok((read, write))
 }
 
 struct Source {
-    job: Arc<Job>,
+    capture: Arc<Capture>,
+    /// The stderr pipe, which the child uses when it cannot open its stderr file of
+    /// the mount; None once ended.
+    stderr: Option<OwnedFd>,
+    /// The child's status pipe: what failed before its exec, if anything; None once
+    /// it has ended (the child exec'd or died).
+    status: Option<OwnedFd>,
+    /// What came through the status pipe.
+    failure: Vec<u8>,
+    /// The start of a failure message: what the child was to run, and where.
+    what: String,
     pid: i32,
     pidfd: Option<OwnedFd>,
-    stdout: Option<Pipe>,
-    stderr: Option<Pipe>,
     reaped: bool,
 }
 
 impl Source {
-    fn pipe_mut(&mut self, stream: Stream) -> &mut Option<Pipe> {
-        match stream {
-            Stream::Stderr => &mut self.stderr,
-            _ => &mut self.stdout,
-        }
+    fn job(&self) -> &Arc<Job> {
+        self.capture.job()
+    }
+
+    fn over(&self) -> bool {
+        self.reaped && self.capture.stdout_fd() < 0 && self.stderr.is_none()
     }
 }
 
@@ -103,14 +85,15 @@ enum Incoming {
     Abandon(u64),
 }
 
+/// An exit status collected by a waiter thread: pid, raw status, usage.
+type Collected = (i32, i32, libc::rusage);
+
 struct Shared {
     incoming: Mutex<Vec<Incoming>>,
-    /// Exit statuses (pid, raw status, rusage) collected by fallback waiter threads.
-    exits: Mutex<Vec<(i32, i32, libc::rusage)>>,
+    /// Exit statuses collected by fallback waiter threads.
+    exits: Mutex<Vec<Collected>>,
     wake_write: OwnedFd,
     stop: AtomicBool,
-    /// The pump thread's id, which ordered pipes signal; 0 when ordering is off.
-    tid: AtomicI32,
 }
 
 impl Shared {
@@ -123,17 +106,20 @@ impl Shared {
     }
 }
 
+/// A handle on the pump thread; clones talk to the same thread.
+#[derive(Clone)]
 pub struct Pump {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    thread: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl Pump {
     pub fn start(
         notify: Notify,
         live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
+        registry: Arc<Registry>,
     ) -> std::io::Result<Pump> {
-        let (wake_read, wake_write) = pipe(0)?;
+        let (wake_read, wake_write) = pipe()?;
         set_nonblocking(wake_read.as_raw_fd());
         set_nonblocking(wake_write.as_raw_fd());
         let shared = Arc::new(Shared {
@@ -141,49 +127,35 @@ impl Pump {
             exits: Mutex::new(Vec::new()),
             wake_write,
             stop: AtomicBool::new(false),
-            tid: AtomicI32::new(0),
         });
         let thread_shared = shared.clone();
-        let (ready_send, ready) = crossbeam_channel::bounded(1);
         let thread = std::thread::Builder::new()
             .name("tfs-pump".into())
-            .spawn(move || {
-                let signals = signals::Signals::open();
-                if let Some(signals) = &signals {
-                    thread_shared.tid.store(signals.tid, Ordering::SeqCst);
-                }
-                let _ = ready_send.send(());
-                run(thread_shared, wake_read, signals, notify, live)
-            })?;
-        let _ = ready.recv();
+            .spawn(move || run(thread_shared, wake_read, notify, live, registry))?;
         Ok(Pump {
             shared,
-            thread: Some(thread),
+            thread: Arc::new(Mutex::new(Some(thread))),
         })
     }
 
-    /// Takes a command's pipes before its child is spawned, so that even its first
-    /// write is announced and read in order. A command on a terminal has one stream (the
-    /// terminal's master side as `stdout`, no `stderr`), which has no order to rebuild.
-    pub fn watch(&self, job: Arc<Job>, stdout: OwnedFd, stderr: Option<OwnedFd>) {
-        let tid = self.shared.tid.load(Ordering::SeqCst);
-        let two = stderr.is_some();
-        let pipe = |fd: OwnedFd, stream| {
-            let ordered = two && tid != 0 && signals::announce_writes(fd.as_raw_fd(), tid);
-            Some(Pipe {
-                fd,
-                stream,
-                ordered,
-            })
-        };
-        let stdout = pipe(stdout, Stream::Stdout);
-        let stderr = stderr.and_then(|fd| pipe(fd, Stream::Stderr));
+    /// Takes a command's capture, its stderr pipe (none on a terminal, which is stdout
+    /// and stderr at once) and its status pipe before its child is forked. `what` names
+    /// what it runs, for a failure message.
+    pub fn watch(
+        &self,
+        capture: Arc<Capture>,
+        stderr: Option<OwnedFd>,
+        status: OwnedFd,
+        what: String,
+    ) {
         self.send(Incoming::Watch(Source {
-            job,
+            capture,
+            stderr,
+            status: Some(status),
+            failure: Vec::new(),
+            what,
             pid: 0,
             pidfd: None,
-            stdout,
-            stderr,
             reaped: false,
         }));
     }
@@ -230,10 +202,10 @@ impl Pump {
         self.shared.wake();
     }
 
-    pub fn stop(&mut self) {
+    pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
-        if let Some(thread) = self.thread.take() {
+        if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
         }
     }
@@ -242,65 +214,62 @@ impl Pump {
 fn run(
     shared: Arc<Shared>,
     wake_read: OwnedFd,
-    signals: Option<signals::Signals>,
     notify: Notify,
     live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
+    registry: Arc<Registry>,
 ) {
     let mut sources: HashMap<u64, Source> = HashMap::new();
-    // Read ends of ordered pipes, by descriptor, to find a signal's pipe.
-    let mut by_fd: HashMap<RawFd, u64> = HashMap::new();
+    // Exit statuses whose pid no source has yet (the waiter was quicker than the
+    // message that names the pid).
+    let mut unclaimed: Vec<Collected> = Vec::new();
     let mut buffer = vec![0u8; CHUNK];
     let mut fds: Vec<libc::pollfd> = Vec::new();
     let mut order: Vec<u64> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
-        take_incoming(&shared, &mut sources, &mut by_fd);
+        take_incoming(&shared, &mut sources, &registry);
 
         fds.clear();
         order.clear();
         fds.push(pollfd(wake_read.as_raw_fd()));
-        fds.push(pollfd(signals.as_ref().map_or(-1, |s| s.fd.as_raw_fd())));
         for (id, source) in &sources {
             order.push(*id);
-            let unordered = |pipe: &Option<Pipe>| match pipe {
-                Some(pipe) if !pipe.ordered => pipe.fd.as_raw_fd(),
-                _ => -1,
-            };
-            fds.push(pollfd(unordered(&source.stdout)));
-            fds.push(pollfd(unordered(&source.stderr)));
+            fds.push(pollfd(source.capture.stdout_fd()));
+            fds.push(pollfd(
+                source.stderr.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+            ));
+            fds.push(pollfd(
+                source.status.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+            ));
             fds.push(pollfd(source.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())));
         }
-        // A quiet second is a safety net: read anything a lost signal left behind.
         // SAFETY: `fds` is a valid array of pollfd for its whole length.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
         if ready < 0 {
             continue; // EINTR
         }
         if fds[0].revents != 0 {
             drain_wake(wake_read.as_raw_fd());
         }
-        // What arrived while we slept comes first: a signal may name its pipes.
-        take_incoming(&shared, &mut sources, &mut by_fd);
-        let mut news: Vec<u64> = Vec::new();
-        let mut drain_all = ready == 0;
-        if let Some(signals) = &signals {
-            drain_all |= read_announced(signals, &mut sources, &by_fd, &mut buffer, &mut news);
-        }
-        let fallback_exits: Vec<(i32, i32, libc::rusage)> =
-            std::mem::take(&mut *shared.exits.lock());
+        take_incoming(&shared, &mut sources, &registry);
+        unclaimed.append(&mut shared.exits.lock());
 
-        let reads = if drain_all { DRAIN_ALL } else { DRAIN_POLLED };
+        let mut news: Vec<u64> = Vec::new();
         for (index, id) in order.iter().enumerate() {
             let Some(source) = sources.get_mut(id) else {
                 continue;
             };
-            let [out_fd, err_fd, pid_fd] =
-                [fds[2 + 3 * index], fds[3 + 3 * index], fds[4 + 3 * index]];
+            let base = 1 + 4 * index;
+            let [out_fd, err_fd, status_fd, pid_fd] =
+                [fds[base], fds[base + 1], fds[base + 2], fds[base + 3]];
             let mut changed = false;
-            if out_fd.revents != 0 || drain_all {
-                changed |= drain(&mut source.stdout, &source.job, &mut buffer, reads);
+            if out_fd.revents != 0 {
+                changed |= pump_stdout(&source.capture, &mut buffer, READS_PER_ROUND);
             }
-            if err_fd.revents != 0 || drain_all {
-                changed |= drain(&mut source.stderr, &source.job, &mut buffer, reads);
+            if err_fd.revents != 0 {
+                changed |= pump_stderr(source, &mut buffer, READS_PER_ROUND);
+            }
+            if status_fd.revents != 0 {
+                read_status(source);
             }
             let mut status = None;
             if pid_fd.revents != 0 {
@@ -309,25 +278,33 @@ fn run(
                     source.pidfd = None;
                 }
             }
-            if let Some(&(_, raw, usage)) =
-                fallback_exits.iter().find(|(pid, ..)| *pid == source.pid)
-            {
-                status = Some((raw, usage));
-            }
-            if status.is_some() {
-                if let Some(signals) = &signals {
-                    // Writes announced just before the exit come first, in order.
-                    read_announced(signals, &mut sources, &by_fd, &mut buffer, &mut news);
+            if source.pid > 0 {
+                if let Some(at) = unclaimed.iter().position(|(pid, ..)| *pid == source.pid) {
+                    let (_, raw, usage) = unclaimed.swap_remove(at);
+                    status = Some((raw, usage));
                 }
             }
-            let Some(source) = sources.get_mut(id) else {
-                continue;
-            };
             if let Some((raw, usage)) = status {
                 // Take what the shell wrote before it exited, then record the exit.
-                drain(&mut source.stdout, &source.job, &mut buffer, DRAIN_ALL);
-                drain(&mut source.stderr, &source.job, &mut buffer, DRAIN_ALL);
-                source.job.mark_exited(exit_from(raw, &usage));
+                pump_stdout(&source.capture, &mut buffer, READS_AT_EXIT);
+                pump_stderr(source, &mut buffer, READS_AT_EXIT);
+                // The child is gone, so its status pipe holds all it will ever hold.
+                read_status(source);
+                match spawn::decode_failure(&source.failure) {
+                    Some((stage, error)) => {
+                        let message = match stage {
+                            Stage::Cgroup => format!(
+                                "terminalfs: cannot place the command in its cgroup: {error}\n"
+                            ),
+                            Stage::Orphaned => {
+                                "terminalfs: not started: the driver was going away\n".to_string()
+                            }
+                            _ => format!("terminalfs: cannot start {}: {error}\n", source.what),
+                        };
+                        source.job().mark_failed_to_start(&message);
+                    }
+                    None => source.job().mark_exited(exit_from(raw, &usage)),
+                }
                 source.reaped = true;
                 changed = true;
             }
@@ -335,40 +312,26 @@ fn run(
                 news.push(*id);
             }
         }
-        news.sort_unstable();
-        news.dedup();
         for id in news {
             notify(id);
         }
-        sources.retain(|_, s| {
-            if s.stdout.is_none() && s.stderr.is_none() {
-                // Closed pipes' descriptors may be reused by the next command.
-                by_fd.retain(|_, job| *job != s.job.id());
-            }
-            let over = s.reaped && s.stdout.is_none() && s.stderr.is_none();
+        sources.retain(|id, source| {
+            let over = source.over();
             if over {
-                live.lock().remove(&s.job.id());
-                s.job.remove_cgroup_if_done();
+                live.lock().remove(id);
+                source.job().remove_cgroup_if_done();
+                registry.pumped_out(*id);
             }
             !over
         });
     }
 }
 
-fn take_incoming(
-    shared: &Shared,
-    sources: &mut HashMap<u64, Source>,
-    by_fd: &mut HashMap<RawFd, u64>,
-) {
+fn take_incoming(shared: &Shared, sources: &mut HashMap<u64, Source>, registry: &Registry) {
     for message in shared.incoming.lock().drain(..) {
         match message {
             Incoming::Watch(source) => {
-                for pipe in [&source.stdout, &source.stderr].into_iter().flatten() {
-                    if pipe.ordered {
-                        by_fd.insert(pipe.fd.as_raw_fd(), source.job.id());
-                    }
-                }
-                sources.insert(source.job.id(), source);
+                sources.insert(source.job().id(), source);
             }
             Incoming::Started(id, pid, pidfd) => {
                 if let Some(source) = sources.get_mut(&id) {
@@ -377,50 +340,11 @@ fn take_incoming(
                 }
             }
             Incoming::Abandon(id) => {
-                by_fd.retain(|_, job| *job != id);
                 sources.remove(&id);
+                registry.pumped_out(id);
             }
         }
     }
-}
-
-/// Reads the writes announced by queued signals, one write per signal, in order.
-/// Returns true when the queue overflowed and order was lost (then every pipe must be
-/// read as it is).
-fn read_announced(
-    signals: &signals::Signals,
-    sources: &mut HashMap<u64, Source>,
-    by_fd: &HashMap<RawFd, u64>,
-    buffer: &mut [u8],
-    news: &mut Vec<u64>,
-) -> bool {
-    let mut overflowed = false;
-    for announced in signals.take() {
-        let fd = match announced {
-            signals::Announced::Write(fd) => fd,
-            signals::Announced::Overflow => {
-                overflowed = true;
-                continue;
-            }
-        };
-        let Some(id) = by_fd.get(&fd) else {
-            continue;
-        };
-        let Some(source) = sources.get_mut(id) else {
-            continue;
-        };
-        for stream in [Stream::Stdout, Stream::Stderr] {
-            let job = source.job.clone();
-            let pipe = source.pipe_mut(stream);
-            if pipe.as_ref().is_some_and(|p| p.fd.as_raw_fd() == fd) {
-                if read_write(pipe, &job, buffer) {
-                    news.push(*id);
-                }
-                break;
-            }
-        }
-    }
-    overflowed
 }
 
 fn pollfd(fd: RawFd) -> libc::pollfd {
@@ -431,61 +355,72 @@ fn pollfd(fd: RawFd) -> libc::pollfd {
     }
 }
 
-/// One read from a pipe into the job's rings; closes the pipe at end-of-file.
-/// Returns the bytes read (0 for nothing now or end-of-file) and whether anything
-/// changed.
-fn read_once(pipe: &mut Option<Pipe>, job: &Job, buffer: &mut [u8]) -> (usize, bool) {
-    let Some(open) = pipe.as_ref() else {
-        return (0, false);
-    };
-    // SAFETY: reading into a valid buffer from a descriptor we own.
-    let n = unsafe {
-        libc::read(
-            open.fd.as_raw_fd(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-        )
-    };
-    if n > 0 {
-        job.append(open.stream, &buffer[..n as usize]);
-        return (n as usize, true);
-    }
-    let error = std::io::Error::last_os_error().raw_os_error();
-    if n < 0 && matches!(error, Some(libc::EAGAIN) | Some(libc::EINTR)) {
-        return (0, false);
-    }
-    *pipe = None;
-    job.pipe_closed();
-    (0, true)
-}
-
-/// Reads the one write a signal announced: a packet, plus the packets that continue
-/// it (a write larger than a page is split into full-page packets).
-fn read_write(pipe: &mut Option<Pipe>, job: &Job, buffer: &mut [u8]) -> bool {
+/// Up to `reads` reads of a command's stdout; whether anything changed.
+fn pump_stdout(capture: &Capture, buffer: &mut [u8], reads: usize) -> bool {
     let mut changed = false;
-    for _ in 0..4096 {
-        let (n, news) = read_once(pipe, job, buffer);
-        changed |= news;
-        if n != PACKET {
-            break;
+    for _ in 0..reads {
+        match capture.pump_stdout(buffer) {
+            Pumped::Bytes(_) => changed = true,
+            Pumped::Empty => break,
+            Pumped::Closed => return true,
         }
     }
     changed
 }
 
-/// Reads what a pipe holds now, at most `max_reads` reads, without waiting for more.
-fn drain(pipe: &mut Option<Pipe>, job: &Job, buffer: &mut [u8], max_reads: usize) -> bool {
+/// Up to `reads` reads of a command's stderr pipe into the job; closes it at
+/// end-of-file.
+fn pump_stderr(source: &mut Source, buffer: &mut [u8], reads: usize) -> bool {
     let mut changed = false;
-    for _ in 0..max_reads {
-        let (n, news) = read_once(pipe, job, buffer);
-        changed |= news;
-        if n == 0 {
-            break;
+    for _ in 0..reads {
+        let Some(fd) = source.stderr.as_ref() else {
+            return changed;
+        };
+        // SAFETY: reading into a valid buffer from a descriptor we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
+        if n > 0 {
+            source.job().append(Stream::Stderr, &buffer[..n as usize]);
+            changed = true;
+            continue;
         }
+        let error = std::io::Error::last_os_error().raw_os_error();
+        if n < 0 && matches!(error, Some(libc::EAGAIN) | Some(libc::EINTR)) {
+            return changed;
+        }
+        source.stderr = None;
+        source.capture.stderr_pipe_ended();
+        return true;
     }
     changed
 }
 
+/// Reads the child's status pipe; at its end the child has exec'd (or died).
+fn read_status(source: &mut Source) {
+    let Some(fd) = source.status.as_ref() else {
+        return;
+    };
+    let mut bytes = [0u8; 16];
+    loop {
+        // SAFETY: reading into a valid buffer from a descriptor we own.
+        let n = unsafe { libc::read(fd.as_raw_fd(), bytes.as_mut_ptr().cast(), bytes.len()) };
+        if n > 0 {
+            if source.failure.len() < 64 {
+                source.failure.extend_from_slice(&bytes[..n as usize]);
+            }
+            continue;
+        }
+        let error = std::io::Error::last_os_error().raw_os_error();
+        if n < 0 && error == Some(libc::EINTR) {
+            continue;
+        }
+        if n < 0 && error == Some(libc::EAGAIN) {
+            return;
+        }
+        source.status = None;
+        source.capture.opened();
+        return;
+    }
+}
 fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data that wait4 fills in.
@@ -518,16 +453,15 @@ fn exit_from(raw: i32, usage: &libc::rusage) -> Exit {
     }
 }
 
-/// A close-on-exec pipe with extra `flags` (such as `O_DIRECT`).
-pub(crate) fn pipe(flags: i32) -> std::io::Result<(OwnedFd, OwnedFd)> {
+/// A close-on-exec pipe.
+pub(crate) fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     #[cfg(target_os = "linux")]
     // SAFETY: pipe2 fills two descriptors we then own.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), flags | libc::O_CLOEXEC) };
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
     #[cfg(not(target_os = "linux"))]
     // SAFETY: pipe fills two descriptors we then own; both are marked close-on-exec.
     let rc = unsafe {
-        let _ = flags;
         let rc = libc::pipe(fds.as_mut_ptr());
         if rc == 0 {
             libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
@@ -561,7 +495,7 @@ fn enlarge_pipe(fd: RawFd) {
     #[cfg(target_os = "linux")]
     // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
     unsafe {
-        libc::fcntl(fd, libc::F_SETPIPE_SZ, 1 << 20);
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = fd;
@@ -578,141 +512,4 @@ fn open_pidfd(pid: i32) -> Option<OwnedFd> {
 #[cfg(not(target_os = "linux"))]
 fn open_pidfd(_pid: i32) -> Option<OwnedFd> {
     None
-}
-
-/// Queued signals that announce writes, in write order (Linux only).
-#[cfg(target_os = "linux")]
-mod signals {
-    use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-
-    // fcntl commands and the owner type from <fcntl.h>, the same on every Linux
-    // architecture; the libc crate does not export them for every target.
-    const F_SETSIG: i32 = 10;
-    const F_SETOWN_EX: i32 = 15;
-    const F_OWNER_TID: i32 = 0;
-
-    #[repr(C)]
-    struct OwnerEx {
-        kind: i32,
-        pid: i32,
-    }
-
-    fn signal() -> i32 {
-        libc::SIGRTMIN() + 4
-    }
-
-    /// What one queued signal says.
-    pub enum Announced {
-        /// A write (or a close) happened on this read end.
-        Write(RawFd),
-        /// The signal queue was full: order is lost until every pipe is read.
-        Overflow,
-    }
-
-    pub struct Signals {
-        pub fd: OwnedFd,
-        pub tid: i32,
-    }
-
-    impl Signals {
-        /// Blocks the announcing signals in the calling thread and opens a signalfd
-        /// for them. Call on the thread that will read them.
-        pub fn open() -> Option<Signals> {
-            // SAFETY: building a signal set, masking it for this thread only, and
-            // opening a signalfd for it.
-            unsafe {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigaddset(&mut set, signal());
-                libc::sigaddset(&mut set, libc::SIGIO);
-                if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-                    return None;
-                }
-                let fd = libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
-                if fd < 0 {
-                    return None;
-                }
-                let tid = libc::syscall(libc::SYS_gettid) as i32;
-                Some(Signals {
-                    fd: OwnedFd::from_raw_fd(fd),
-                    tid,
-                })
-            }
-        }
-
-        /// Every signal queued so far, oldest first.
-        pub fn take(&self) -> Vec<Announced> {
-            use std::os::fd::AsRawFd;
-            let mut out = Vec::new();
-            // SAFETY: signalfd_siginfo is plain data.
-            let mut infos: [libc::signalfd_siginfo; 64] = unsafe { std::mem::zeroed() };
-            loop {
-                let size = std::mem::size_of_val(&infos);
-                // SAFETY: reading whole records into a buffer of the right type.
-                let n = unsafe { libc::read(self.fd.as_raw_fd(), infos.as_mut_ptr().cast(), size) };
-                if n <= 0 {
-                    return out;
-                }
-                let count = n as usize / std::mem::size_of::<libc::signalfd_siginfo>();
-                for info in &infos[..count] {
-                    if info.ssi_signo as i32 == signal() {
-                        out.push(Announced::Write(info.ssi_fd));
-                    } else {
-                        out.push(Announced::Overflow);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Asks the kernel to queue one signal to thread `tid` per write into the pipe
-    /// whose read end is `fd`. False when it cannot.
-    pub fn announce_writes(fd: RawFd, tid: i32) -> bool {
-        let owner = OwnerEx {
-            kind: F_OWNER_TID,
-            pid: tid,
-        };
-        // SAFETY: fcntl on our own descriptor with a valid owner structure.
-        unsafe {
-            if libc::fcntl(fd, F_SETOWN_EX, &owner as *const OwnerEx) < 0
-                || libc::fcntl(fd, F_SETSIG, signal()) < 0
-            {
-                return false;
-            }
-            let flags = libc::fcntl(fd, libc::F_GETFL);
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_ASYNC) == 0
-        }
-    }
-}
-
-/// Elsewhere there is no signalfd: pipes are polled and read as they come.
-#[cfg(not(target_os = "linux"))]
-mod signals {
-    use std::os::fd::{OwnedFd, RawFd};
-
-    /// The same shape as on Linux, so the pump has one loop; nothing here makes one.
-    #[allow(dead_code)]
-    pub enum Announced {
-        Write(RawFd),
-        Overflow,
-    }
-
-    pub struct Signals {
-        pub fd: OwnedFd,
-        pub tid: i32,
-    }
-
-    impl Signals {
-        pub fn open() -> Option<Signals> {
-            None
-        }
-
-        pub fn take(&self) -> Vec<Announced> {
-            Vec::new()
-        }
-    }
-
-    pub fn announce_writes(_fd: RawFd, _tid: i32) -> bool {
-        false
-    }
 }

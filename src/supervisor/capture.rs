@@ -1,0 +1,289 @@
+//! How a command's stdout and stderr reach its job in the order it wrote them.
+//!
+//! stdout is a pipe, read in large chunks by the pump. stderr is, where the mount can
+//! serve it, a hidden file of the mount itself: each stderr write is a synchronous
+//! request during which the writer is blocked, so every stdout byte that writer wrote
+//! before is already in the stdout pipe. [`Capture::stderr`] therefore first moves
+//! what the stdout pipe holds into the job, then appends the stderr bytes, and only
+//! then lets the write return. One lock per command makes the pump's reads and this
+//! drain take turns, so a chunk the pump has read is appended before the drain runs.
+//!
+//! The guarantee: for a writer that writes from one thread, `output` shows its writes
+//! in the order it made them, whatever their sizes. Writes made at the same time by
+//! several threads or processes keep each one's own order and nothing more.
+//!
+//! Where the hidden file cannot be opened (no mount path, another platform), stderr
+//! is a second pipe the pump reads as it comes: no byte is lost, but writes to the two
+//! streams made within one pump round may come out grouped by stream.
+
+use crate::supervisor::job::{Job, Stream};
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+
+/// Bytes moved per read from a stdout pipe.
+pub const CHUNK: usize = 256 * 1024;
+
+/// The name, in the mount's root, under which job `id`'s stderr file is opened. It is
+/// listed nowhere and found only while the supervisor is opening it.
+pub fn stderr_file_name(id: u64) -> String {
+    format!(".terminalfs-stderr-{id}")
+}
+
+/// The job id in a name made by [`stderr_file_name`].
+pub fn parse_stderr_file_name(name: &[u8]) -> Option<u64> {
+    let digits = name.strip_prefix(b".terminalfs-stderr-")?;
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// What one read of a stdout pipe gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pumped {
+    /// This many bytes were appended.
+    Bytes(usize),
+    /// Nothing is there now.
+    Empty,
+    /// Every writer has closed it (just now or before).
+    Closed,
+}
+
+/// One command's capture: its stdout pipe and the state of its stderr file.
+pub struct Capture {
+    job: Arc<Job>,
+    /// The read end of the stdout pipe (non-blocking), None once it has ended. Only the
+    /// pump closes it, so a descriptor the pump polls stays valid while it polls.
+    stdout: Mutex<Option<OwnedFd>>,
+    /// The stdout pipe's raw descriptor, for polling, -1 when there is none.
+    stdout_raw: RawFd,
+    /// The child has not exec'd yet and may open the stderr file: its name may be
+    /// looked up.
+    opening: AtomicBool,
+    /// Open handles of the stderr file (the supervisor's own, and reopens such as
+    /// `/dev/stderr`).
+    stderr_handles: AtomicU32,
+    /// The stderr pipe has ended (the child uses the file, or every holder closed it).
+    stderr_pipe_ended: AtomicBool,
+    /// stderr has been reported closed to the job.
+    stderr_closed: AtomicBool,
+    /// The pump is done with this command (shell reaped, pipes ended).
+    pumped_out: AtomicBool,
+}
+
+/// Every command whose output may still arrive, by job id: the pump's and the stderr
+/// file's way to the job.
+#[derive(Default)]
+pub struct Registry {
+    captures: parking_lot::RwLock<HashMap<u64, Arc<Capture>>>,
+}
+
+impl Registry {
+    pub fn insert(&self, capture: Arc<Capture>) {
+        self.captures.write().insert(capture.job.id(), capture);
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<Capture>> {
+        self.captures.read().get(&id).cloned()
+    }
+
+    /// The pump is done with job `id`; it is forgotten once no stderr handle is left.
+    pub fn pumped_out(&self, id: u64) {
+        let mut captures = self.captures.write();
+        if let Some(capture) = captures.get(&id) {
+            capture.pumped_out.store(true, Ordering::SeqCst);
+            if capture.stderr_handles.load(Ordering::SeqCst) == 0 {
+                captures.remove(&id);
+            }
+        }
+    }
+
+    /// A handle of job `id`'s stderr file was released.
+    pub fn stderr_released(&self, id: u64) {
+        let mut captures = self.captures.write();
+        if let Some(capture) = captures.get(&id) {
+            capture.stderr_released();
+            if capture.pumped_out.load(Ordering::SeqCst)
+                && capture.stderr_handles.load(Ordering::SeqCst) == 0
+            {
+                captures.remove(&id);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// The buffer a stderr write drains the stdout pipe into, one per thread that
+    /// serves such writes.
+    static DRAIN_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Capture {
+    pub fn new(job: Arc<Job>, stdout: OwnedFd) -> Capture {
+        let stdout_raw = stdout.as_raw_fd();
+        Capture {
+            job,
+            stdout: Mutex::new(Some(stdout)),
+            stdout_raw,
+            opening: AtomicBool::new(true),
+            stderr_handles: AtomicU32::new(0),
+            stderr_pipe_ended: AtomicBool::new(false),
+            stderr_closed: AtomicBool::new(false),
+            pumped_out: AtomicBool::new(false),
+        }
+    }
+
+    pub fn job(&self) -> &Arc<Job> {
+        &self.job
+    }
+
+    /// The stdout pipe to poll, or -1 once it has ended.
+    pub fn stdout_fd(&self) -> RawFd {
+        if self.stdout.lock().is_some() {
+            self.stdout_raw
+        } else {
+            -1
+        }
+    }
+
+    /// One read of the stdout pipe into the job (the pump's side).
+    pub fn pump_stdout(&self, buffer: &mut [u8]) -> Pumped {
+        let mut stdout = self.stdout.lock();
+        let Some(fd) = stdout.as_ref() else {
+            return Pumped::Closed;
+        };
+        match read(fd.as_raw_fd(), buffer) {
+            Ok(0) => {
+                *stdout = None;
+                self.job.pipe_closed();
+                Pumped::Closed
+            }
+            Ok(n) => {
+                self.job.append(Stream::Stdout, &buffer[..n]);
+                Pumped::Bytes(n)
+            }
+            Err(_) => Pumped::Empty,
+        }
+    }
+
+    /// A stderr write of the command: first what its stdout pipe holds, then `bytes`.
+    /// The pipe's content is measured first, so a writer that never stops cannot keep
+    /// this going.
+    pub fn stderr(&self, bytes: &[u8]) {
+        let stdout = self.stdout.lock();
+        if let Some(fd) = stdout.as_ref() {
+            let mut left = pending_bytes(fd.as_raw_fd());
+            DRAIN_BUFFER.with(|buffer| {
+                let mut buffer = buffer.borrow_mut();
+                if buffer.len() < CHUNK {
+                    buffer.resize(CHUNK, 0);
+                }
+                while left > 0 {
+                    let want = left.min(buffer.len());
+                    match read(fd.as_raw_fd(), &mut buffer[..want]) {
+                        Ok(n) if n > 0 => {
+                            self.job.append(Stream::Stdout, &buffer[..n]);
+                            left -= n;
+                        }
+                        // The end and an empty pipe are the pump's to handle.
+                        _ => break,
+                    }
+                }
+            });
+        }
+        self.job.append(Stream::Stderr, bytes);
+    }
+
+    /// The child has exec'd (or died): nobody opens the stderr file by name any more.
+    pub fn opened(&self) {
+        self.opening.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether the stderr file's name may be looked up now.
+    pub fn is_opening(&self) -> bool {
+        self.opening.load(Ordering::SeqCst)
+    }
+
+    /// A handle of the stderr file was opened.
+    pub fn stderr_opened(&self) {
+        self.stderr_handles.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A handle of the stderr file was released.
+    fn stderr_released(&self) {
+        let _ = self
+            .stderr_handles
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.close_stderr_when_over();
+    }
+
+    /// The stderr pipe has ended: its holders closed it, or the child uses the file
+    /// instead (its copy of the pipe went at exec).
+    pub fn stderr_pipe_ended(&self) {
+        self.stderr_pipe_ended.store(true, Ordering::SeqCst);
+        self.close_stderr_when_over();
+    }
+
+    /// stderr has ended, the way a pipe ends when its last writer closes it, once its
+    /// pipe has ended and no handle of its file is left. (The file is opened before the
+    /// child's exec, so before its pipe can end; a reopen needs an open handle.)
+    fn close_stderr_when_over(&self) {
+        if self.stderr_pipe_ended.load(Ordering::SeqCst)
+            && self.stderr_handles.load(Ordering::SeqCst) == 0
+            && !self.stderr_closed.swap(true, Ordering::SeqCst)
+        {
+            self.job.pipe_closed();
+        }
+    }
+}
+
+/// Bytes waiting in a pipe.
+fn pending_bytes(fd: RawFd) -> usize {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through a valid pointer.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) };
+    if rc < 0 {
+        0
+    } else {
+        count.max(0) as usize
+    }
+}
+
+/// One `read`; `Err` for nothing there now (or an interrupted read).
+fn read(fd: RawFd, buffer: &mut [u8]) -> Result<usize, ()> {
+    // SAFETY: reading into a valid buffer of its own length.
+    let n = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+    if n >= 0 {
+        return Ok(n as usize);
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => Err(()),
+        // Any other error ends the pipe as end-of-file would.
+        _ => Ok(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stderr_file_names_round_trip_and_reject_look_alikes() {
+        assert_eq!(
+            parse_stderr_file_name(stderr_file_name(42).as_bytes()),
+            Some(42)
+        );
+        assert_eq!(parse_stderr_file_name(b".terminalfs-stderr-"), None);
+        assert_eq!(parse_stderr_file_name(b".terminalfs-stderr-4x"), None);
+        assert_eq!(parse_stderr_file_name(b".terminalfs-stderr-+4"), None);
+        assert_eq!(parse_stderr_file_name(b"terminalfs-stderr-4"), None);
+        assert_eq!(
+            parse_stderr_file_name(b".terminalfs-stderr-99999999999999999999"),
+            None
+        );
+    }
+}

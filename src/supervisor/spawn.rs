@@ -1,0 +1,337 @@
+//! Starting one command's shell: everything the child needs is prepared in the parent
+//! (paths, argument and environment vectors as C strings), then `fork`, and the child
+//! runs only async-signal-safe system calls until `execve`.
+//!
+//! The parent never waits for the child's `exec`. That matters because the child opens
+//! its stderr file through this very mount (see [`capture`](super::capture)), so the
+//! open is served by the mount's own workers, and the thread that forks may be one of
+//! them. A failure before `exec` is reported through a close-on-exec status pipe, which
+//! the pump reads: end-of-file without data means the shell runs.
+//!
+//! In the child: a new session; every signal disposition default and an empty mask;
+//! the parent-death signal (Linux); the command's cgroup; the address-space limit; the
+//! working directory; stdin from `/dev/null` (or a pipe, or a terminal that becomes the
+//! controlling one), stdout the pipe, stderr the mount's file (or the stderr pipe if it
+//! cannot be opened), a long command's script on descriptor 3.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::os::fd::RawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::Path;
+
+/// Signals numbered below this may have a disposition to reset in a child.
+#[cfg(target_os = "linux")]
+const SIGNAL_LIMIT: i32 = 65;
+#[cfg(not(target_os = "linux"))]
+const SIGNAL_LIMIT: i32 = 32;
+
+/// The step of the child's setup that failed, as reported through the status pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Session = 1,
+    Orphaned = 2,
+    Cgroup = 3,
+    Cwd = 4,
+    Descriptors = 5,
+    Exec = 6,
+}
+
+impl Stage {
+    fn from_byte(byte: u8) -> Option<Stage> {
+        Some(match byte {
+            1 => Stage::Session,
+            2 => Stage::Orphaned,
+            3 => Stage::Cgroup,
+            4 => Stage::Cwd,
+            5 => Stage::Descriptors,
+            6 => Stage::Exec,
+            _ => return None,
+        })
+    }
+}
+
+/// What a child reported before it could exec, decoded from the status pipe's bytes.
+pub fn decode_failure(bytes: &[u8]) -> Option<(Stage, std::io::Error)> {
+    let stage = Stage::from_byte(*bytes.first()?)?;
+    let errno = i32::from_ne_bytes(bytes.get(1..5)?.try_into().ok()?);
+    Some((stage, std::io::Error::from_raw_os_error(errno)))
+}
+
+/// Everything the child needs, prepared before the fork.
+pub struct Prepared {
+    program: CString,
+    /// The argument and environment strings; the pointer vectors point into them.
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    cwd: CString,
+    dev_null: CString,
+    /// The command's cgroup's `cgroup.procs`, to join.
+    pub procs: Option<CString>,
+    /// An address-space limit in bytes.
+    pub rlimit: Option<u64>,
+    /// The stderr file to open through the mount, else stderr is `stderr_pipe`.
+    pub stderr_file: Option<CString>,
+    /// The child's stdin, else `/dev/null`.
+    pub stdin: Option<RawFd>,
+    /// stdin is a terminal, to become the session's controlling terminal.
+    pub terminal: bool,
+    pub stdout: RawFd,
+    pub stderr_pipe: RawFd,
+    /// The script on descriptor 3 for a long command.
+    pub script: Option<RawFd>,
+    /// The write end of the status pipe (close-on-exec).
+    pub status: RawFd,
+}
+
+fn c_string(bytes: &[u8]) -> std::io::Result<CString> {
+    CString::new(bytes).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// The program a name without a slash runs, found on `PATH` the way a shell would.
+fn resolve(program: &Path) -> OsString {
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return program.as_os_str().to_owned();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file()))
+        .map_or_else(
+            || program.as_os_str().to_owned(),
+            |found| found.into_os_string(),
+        )
+}
+
+impl Prepared {
+    /// Prepares `<shell> <args...>` in `cwd` with the driver's environment plus `env`.
+    pub fn new(
+        shell: &Path,
+        args: &[&OsStr],
+        cwd: &Path,
+        env: &[(&str, &OsStr)],
+        stdout: RawFd,
+        stderr_pipe: RawFd,
+        status: RawFd,
+    ) -> std::io::Result<Prepared> {
+        let program = c_string(resolve(shell).as_bytes())?;
+        let mut strings = vec![c_string(shell.as_os_str().as_bytes())?];
+        for arg in args {
+            strings.push(c_string(arg.as_bytes())?);
+        }
+        let argc = strings.len();
+        for (key, value) in std::env::vars_os() {
+            if env.iter().any(|(name, _)| OsStr::new(name) == key) {
+                continue;
+            }
+            let mut entry = key.into_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            // A variable with a NUL byte cannot be passed on; it is left out.
+            if let Ok(entry) = CString::new(entry) {
+                strings.push(entry);
+            }
+        }
+        for (name, value) in env {
+            let mut entry = name.as_bytes().to_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            strings.push(c_string(&entry)?);
+        }
+        let pointers = |list: &[CString]| {
+            let mut pointers: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
+            pointers.push(std::ptr::null());
+            pointers
+        };
+        let argv = pointers(&strings[..argc]);
+        let envp = pointers(&strings[argc..]);
+        Ok(Prepared {
+            program,
+            _strings: strings,
+            argv,
+            envp,
+            cwd: c_string(cwd.as_os_str().as_bytes())?,
+            dev_null: c"/dev/null".to_owned(),
+            procs: None,
+            rlimit: None,
+            stderr_file: None,
+            stdin: None,
+            terminal: false,
+            stdout,
+            stderr_pipe,
+            script: None,
+            status,
+        })
+    }
+
+    /// Forks the child; returns its pid at once, without waiting for its exec.
+    pub fn fork(&self) -> std::io::Result<i32> {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
+        let default_action: libc::sigaction = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            action
+        };
+        // SAFETY: the child runs only `child`, which makes async-signal-safe system
+        // calls on memory prepared before the fork, and never returns.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: in the child of a fork, before exec.
+            unsafe { self.child(parent, &default_action) }
+        }
+        Ok(pid)
+    }
+
+    /// The child's side; never returns.
+    ///
+    /// # Safety
+    /// Only in the child of a fork.
+    unsafe fn child(&self, parent: libc::pid_t, default_action: &libc::sigaction) -> ! {
+        if libc::setsid() < 0 {
+            self.fail(Stage::Session);
+        }
+        // Nothing the driver ignores or blocks reaches the command. (Handled signals
+        // are reset by exec itself; ignored ones would survive it.)
+        for signal in 1..SIGNAL_LIMIT {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                reset_signal(signal, default_action);
+            }
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        #[cfg(target_os = "linux")]
+        {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The parent may have died between fork and prctl: then no signal will
+            // ever come, so do not run unowned.
+            if libc::getppid() != parent {
+                self.fail_with(Stage::Orphaned, libc::ESRCH);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = parent;
+        if let Some(procs) = &self.procs {
+            if super::cgroup::join_in_child(procs).is_err() {
+                self.fail(Stage::Cgroup);
+            }
+        }
+        if let Some(bytes) = self.rlimit {
+            let limit = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+        }
+        if libc::chdir(self.cwd.as_ptr()) < 0 {
+            self.fail(Stage::Cwd);
+        }
+        let stdin = match self.stdin {
+            Some(fd) => fd,
+            None => libc::open(self.dev_null.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC),
+        };
+        if stdin < 0 || libc::dup2(stdin, 0) < 0 || libc::dup2(self.stdout, 1) < 0 {
+            self.fail(Stage::Descriptors);
+        }
+        // A terminal becomes the new session's own, so that Ctrl-C reaches the
+        // foreground group and /dev/tty opens.
+        if self.terminal && super::terminal::pty::make_controlling_terminal(0).is_err() {
+            self.fail(Stage::Descriptors);
+        }
+        let file = match &self.stderr_file {
+            Some(path) => libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+            ),
+            None => -1,
+        };
+        if libc::dup2(if file >= 0 { file } else { self.stderr_pipe }, 2) < 0 {
+            self.fail(Stage::Descriptors);
+        }
+        if let Some(fd) = self.script {
+            let placed = if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if placed < 0 {
+                self.fail(Stage::Descriptors);
+            }
+        }
+        libc::execve(
+            self.program.as_ptr(),
+            self.argv.as_ptr(),
+            self.envp.as_ptr(),
+        );
+        self.fail(Stage::Exec)
+    }
+
+    /// Reports the current errno at `stage` through the status pipe and exits.
+    unsafe fn fail(&self, stage: Stage) -> ! {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        self.fail_with(stage, errno)
+    }
+
+    unsafe fn fail_with(&self, stage: Stage, errno: i32) -> ! {
+        let mut message = [0u8; 5];
+        message[0] = stage as u8;
+        message[1..].copy_from_slice(&errno.to_ne_bytes());
+        libc::write(self.status, message.as_ptr().cast(), message.len());
+        libc::_exit(127)
+    }
+}
+
+/// Gives `signal` its default disposition. Between fork and exec: only system calls.
+///
+/// # Safety
+/// `default_action` must be a valid sigaction with `SIG_DFL`.
+unsafe fn reset_signal(signal: i32, default_action: &libc::sigaction) {
+    let refused = libc::sigaction(signal, default_action, std::ptr::null_mut()) != 0;
+    // glibc refuses the signals it reserves for itself (32 and 33), yet an ignored one
+    // is inherited like any other. The kernel's own call takes them; its structure,
+    // whatever the architecture's field order, is all zeros for "default, no flags,
+    // empty mask".
+    #[cfg(target_os = "linux")]
+    if refused {
+        let zeroed = [0u64; 8];
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            signal,
+            zeroed.as_ptr(),
+            std::ptr::null_mut::<u64>(),
+            SIGSET_BYTES,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = refused;
+}
+
+/// The kernel's signal-set size, which `rt_sigaction` checks.
+#[cfg(target_os = "linux")]
+const SIGSET_BYTES: usize = if cfg!(any(target_arch = "mips", target_arch = "mips64")) {
+    16
+} else {
+    8
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_round_trip_through_their_bytes() {
+        let mut bytes = vec![Stage::Cwd as u8];
+        bytes.extend_from_slice(&libc::ENOENT.to_ne_bytes());
+        let (stage, error) = decode_failure(&bytes).unwrap();
+        assert_eq!(stage, Stage::Cwd);
+        assert_eq!(error.raw_os_error(), Some(libc::ENOENT));
+        assert!(decode_failure(&[]).is_none());
+        assert!(decode_failure(&[9, 0, 0, 0, 0]).is_none());
+        assert!(decode_failure(&[6, 0]).is_none());
+    }
+}
