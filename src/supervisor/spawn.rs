@@ -5,8 +5,10 @@
 //! The parent never waits for the child's `exec`. That matters because the child opens
 //! its stderr file through this very mount (see [`capture`](super::capture)), so the
 //! open is served by the mount's own workers, and the thread that forks may be one of
-//! them. A failure before `exec` is reported through a close-on-exec status pipe, which
-//! the pump reads: end-of-file without data means the shell runs.
+//! them. It waits only until the child is in its own session and cgroup, with default
+//! signal dispositions (a byte on a "placed" pipe), so that a kill sent as soon as the
+//! pid is known reaches it. A failure before `exec` is reported through a close-on-exec
+//! status pipe, which the pump reads: end-of-file without data means the shell runs.
 //!
 //! In the child: a new session; every signal disposition default and an empty mask;
 //! the parent-death signal (Linux); the command's cgroup; the address-space limit; the
@@ -165,9 +167,27 @@ impl Prepared {
         })
     }
 
-    /// Forks the child; returns its pid at once, without waiting for its exec.
+    /// Forks the child; returns its pid once the child is placed (its session, signals
+    /// and cgroup), without waiting for its exec.
     pub fn fork(&self) -> std::io::Result<i32> {
         let parent = std::process::id() as libc::pid_t;
+        let mut placed = [0; 2];
+        #[cfg(target_os = "linux")]
+        // SAFETY: pipe2 fills two descriptors, closed below.
+        let made = unsafe { libc::pipe2(placed.as_mut_ptr(), libc::O_CLOEXEC) };
+        #[cfg(not(target_os = "linux"))]
+        // SAFETY: pipe fills two descriptors, marked close-on-exec and closed below.
+        let made = unsafe {
+            let made = libc::pipe(placed.as_mut_ptr());
+            if made == 0 {
+                libc::fcntl(placed[0], libc::F_SETFD, libc::FD_CLOEXEC);
+                libc::fcntl(placed[1], libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+            made
+        };
+        if made < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
         let default_action: libc::sigaction = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
@@ -177,12 +197,26 @@ impl Prepared {
         // SAFETY: the child runs only `child`, which makes async-signal-safe system
         // calls on memory prepared before the fork, and never returns.
         let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         if pid == 0 {
             // SAFETY: in the child of a fork, before exec.
-            unsafe { self.child(parent, &default_action) }
+            unsafe { self.child(parent, &default_action, placed[1]) }
+        }
+        let error = std::io::Error::last_os_error();
+        // SAFETY: closing our copy of the write end, then waiting for the child's one
+        // byte, or for the end of the pipe if it died first (its status pipe says why).
+        unsafe {
+            libc::close(placed[1]);
+            if pid > 0 {
+                let mut byte = 0u8;
+                while libc::read(placed[0], (&mut byte as *mut u8).cast(), 1) < 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                {
+                }
+            }
+            libc::close(placed[0]);
+        }
+        if pid < 0 {
+            return Err(error);
         }
         Ok(pid)
     }
@@ -191,7 +225,12 @@ impl Prepared {
     ///
     /// # Safety
     /// Only in the child of a fork.
-    unsafe fn child(&self, parent: libc::pid_t, default_action: &libc::sigaction) -> ! {
+    unsafe fn child(
+        &self,
+        parent: libc::pid_t,
+        default_action: &libc::sigaction,
+        placed: RawFd,
+    ) -> ! {
         if libc::setsid() < 0 {
             self.fail(Stage::Session);
         }
@@ -228,6 +267,9 @@ impl Prepared {
             };
             libc::setrlimit(libc::RLIMIT_AS, &limit);
         }
+        // Placed: a kill of its group or cgroup reaches it from now on.
+        libc::write(placed, b"p".as_ptr().cast(), 1);
+        libc::close(placed);
         if libc::chdir(self.cwd.as_ptr()) < 0 {
             self.fail(Stage::Cwd);
         }
