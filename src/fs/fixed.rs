@@ -102,7 +102,7 @@ impl Tree {
                                 let s = job.snapshot();
                                 let code = match s.phase {
                                     Phase::Stopped(exit) => Some(exit.code),
-                                    Phase::Running { .. } => None,
+                                    Phase::Starting | Phase::Running { .. } => None,
                                 };
                                 (
                                     code,

@@ -351,7 +351,7 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
     use serde_json::json;
     let exit = match &snapshot.phase {
         Phase::Stopped(exit) => Some(exit.clone()),
-        Phase::Running { .. } => None,
+        Phase::Starting | Phase::Running { .. } => None,
     };
     let stream = |bytes: StreamBytes| json!({ "bytes": bytes.bytes, "kept": bytes.kept, "dropped": bytes.dropped });
     let value = json!({

@@ -198,14 +198,14 @@ fn status(facts: &Facts) -> Option<Vec<u8>> {
 fn pid(facts: &Facts) -> Option<Vec<u8>> {
     match facts.snapshot.as_ref()?.phase {
         Phase::Running { pid } => line(pid),
-        Phase::Stopped(_) => None,
+        Phase::Starting | Phase::Stopped(_) => None,
     }
 }
 
 fn exitcode(facts: &Facts) -> Option<Vec<u8>> {
     match &facts.snapshot.as_ref()?.phase {
         Phase::Stopped(exit) => line(exit.code),
-        Phase::Running { .. } => None,
+        Phase::Starting | Phase::Running { .. } => None,
     }
 }
 
@@ -244,7 +244,7 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
             let snapshot = job.snapshot();
             (
                 false,
-                matches!(snapshot.phase, Phase::Running { .. }),
+                !matches!(snapshot.phase, Phase::Stopped(_)),
                 snapshot.reason.is_some(),
             )
         }

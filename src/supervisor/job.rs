@@ -55,6 +55,8 @@ pub struct Exit {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
+    /// Made; its shell is not started yet.
+    Starting,
     /// Spawned; `pid` is the shell and also the process group id.
     Running { pid: i32 },
     /// The shell has been reaped (or never started).
@@ -139,7 +141,7 @@ impl Job {
             memory,
             input,
             state: Mutex::new(State {
-                phase: Phase::Running { pid: 0 },
+                phase: Phase::Starting,
                 pid: None,
                 capture,
                 started_at: None,
@@ -236,7 +238,7 @@ impl Job {
                 .map(|d| d.as_millis() as u64)
         };
         let exit = match &state.phase {
-            Phase::Running { .. } => Value::Null,
+            Phase::Starting | Phase::Running { .. } => Value::Null,
             Phase::Stopped(exit) => json!({
                 "code": exit.code,
                 "signal": exit.signal,
@@ -428,7 +430,11 @@ impl Job {
         let Some(pgid) = state.pid else {
             return false;
         };
-        let group_alive = running || state.open_pipes > 0;
+        // Until the shell is reaped its pid, and so its group id, cannot be reused.
+        // After that the group is signalled only while no process holds that pid: a
+        // group outlives its leader only while the pid stays taken, so if a process
+        // has it now, the group is gone and a group of that id belongs to a stranger.
+        let group_alive = running || (state.open_pipes > 0 && !pid_in_use(pgid));
         let cgroup_alive = self.cgroup_populated();
         if !group_alive && !cgroup_alive {
             return false;
@@ -456,13 +462,14 @@ impl Job {
     pub fn outcome(&self) -> Option<bool> {
         let state = self.state.lock();
         match &state.phase {
-            Phase::Running { .. } => None,
+            Phase::Starting | Phase::Running { .. } => None,
             Phase::Stopped(exit) => Some(exit.code == 0 && !state.killed && !state.interrupted),
         }
     }
 
+    /// True until the shell has been reaped (or failed to start).
     pub fn is_running(&self) -> bool {
-        matches!(self.state.lock().phase, Phase::Running { .. })
+        !matches!(self.state.lock().phase, Phase::Stopped(_))
     }
 
     pub fn snapshot(&self) -> JobSnapshot {
@@ -500,6 +507,115 @@ impl Job {
         let state = self.state.lock();
         let mut out = Vec::new();
         state.capture.read(stream, from, max, &mut out);
-        (out, matches!(state.phase, Phase::Running { .. }))
+        (out, !matches!(state.phase, Phase::Stopped(_)))
+    }
+}
+
+/// Whether some process has pid `pid` now (one we may not signal counts too).
+fn pid_in_use(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spool::{prepare_dir, Spool, SpoolConfig};
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    /// A job whose shell had pid `pid` and has been reaped, with its pipes still open
+    /// (as a descendant holding them would leave them).
+    fn reaped_job(dir: &std::path::Path, pid: i32) -> Job {
+        prepare_dir(dir).expect("a fresh state directory");
+        let spool = Spool::open(
+            SpoolConfig {
+                dir: dir.to_path_buf(),
+                max_output: 1024,
+                max_spool: 1 << 20,
+            },
+            |_| {},
+        )
+        .expect("the spool opens");
+        let capture = spool.capture("reaped", b"true");
+        let job = Job::new(
+            1,
+            capture,
+            Duration::from_secs(1),
+            None,
+            String::new(),
+            None,
+            None,
+        );
+        job.mark_started(pid, SystemTime::now(), Instant::now());
+        job.mark_exited(Exit {
+            code: 0,
+            signal: None,
+            user_ms: 0,
+            sys_ms: 0,
+            max_rss_kib: 0,
+        });
+        job
+    }
+
+    fn gone(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[test]
+    fn a_group_id_taken_by_another_process_is_not_signalled() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        // The shell's pid came back to another process, which leads its own group.
+        let mut stranger = Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .expect("sleep starts");
+        let job = reaped_job(&dir.path().join("spool"), stranger.id() as i32);
+        let sent = job.signal_group(libc::SIGTERM, "");
+        let alive = stranger.try_wait().expect("try_wait").is_none();
+        let _ = stranger.kill();
+        let _ = stranger.wait();
+        assert!(alive, "the other process's group got the signal");
+        assert!(!sent);
+    }
+
+    #[test]
+    fn a_group_that_outlived_its_reaped_shell_is_signalled() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut shell = Command::new("sh")
+            .args(["-c", "sleep 60 & echo $!"])
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let mut line = String::new();
+        std::io::BufReader::new(shell.stdout.take().expect("piped"))
+            .read_line(&mut line)
+            .expect("sh prints the pid of its child");
+        let child: i32 = line.trim().parse().expect("a pid");
+        shell.wait().expect("the shell is reaped");
+        let job = reaped_job(&dir.path().join("spool"), shell.id() as i32);
+        assert!(job.signal_group(libc::SIGKILL, ""));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !gone(child) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stopped = gone(child);
+        if !stopped {
+            // SAFETY: only a signal to the process this test started.
+            unsafe {
+                libc::kill(child, libc::SIGKILL);
+            }
+        }
+        assert!(stopped, "the group's remaining member was not signalled");
     }
 }
