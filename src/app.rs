@@ -245,28 +245,47 @@ fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
     }
 }
 
+/// The pipe a daemon reports readiness on. Close-on-exec: a process the driver starts
+/// (a mount helper, a command) must not hold the writer, or the waiting parent would
+/// see no end of file while that process lives.
+fn readiness_pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors we own, both close-on-exec from the start.
+    #[cfg(target_os = "linux")]
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    // SAFETY: pipe fills two descriptors we own; the driver runs no other thread yet,
+    // so nothing can fork between pipe and fcntl.
+    #[cfg(not(target_os = "linux"))]
+    let rc = unsafe {
+        let rc = libc::pipe(fds.as_mut_ptr());
+        if rc == 0 {
+            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+        rc
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and belong to nobody else.
+    let (reader, writer) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    Ok((reader, writer))
+}
+
 /// Under --daemon: fork now; the parent returns only once the child reports that the
 /// mount is ready (exit 0) or failed (exit 1). The child gets a writer to report on.
 fn daemonize(config: &Config) -> Result<Option<std::fs::File>, String> {
     if !config.daemon {
         return Ok(None);
     }
-    let mut fds = [0; 2];
-    // SAFETY: pipe fills two descriptors we own.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } < 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    use std::os::fd::FromRawFd;
-    // SAFETY: both descriptors were just created and belong to nobody else.
-    let (mut reader, writer) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
+    let (mut reader, writer) =
+        readiness_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut daemon = daemonize::Daemonize::new().working_directory("/");
     if let Some(pid_file) = &config.pid_file {
         daemon = daemon.pid_file(pid_file);
@@ -527,4 +546,21 @@ fn serve(
     spool.sync();
     log("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn the_readiness_pipe_is_closed_on_exec() {
+        let (reader, writer) = readiness_pipe().expect("a pipe");
+        for end in [&reader, &writer] {
+            // SAFETY: F_GETFD on a descriptor this test owns.
+            let flags = unsafe { libc::fcntl(end.as_raw_fd(), libc::F_GETFD) };
+            assert!(flags >= 0);
+            assert_ne!(flags & libc::FD_CLOEXEC, 0, "a child would inherit it");
+        }
+    }
 }
