@@ -16,11 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-/// One line on the driver's log (stderr, or the log file under --daemon).
-pub fn log(message: &str) {
-    let stamp = crate::policy::audit::rfc3339(std::time::SystemTime::now());
-    eprintln!("{stamp} terminalfs: {message}");
-}
+use crate::log::info as log;
 
 /// What is at a mount point now.
 #[derive(Debug, PartialEq, Eq)]
@@ -373,6 +369,7 @@ pub fn run(config: Config) -> Result<(), String> {
     if !config.cwd.is_dir() {
         return Err(format!("--cwd {} is not a directory", config.cwd.display()));
     }
+    crate::log::set_verbose(config.verbose);
     let mut ready_pipe = daemonize(&config)?;
     let result = serve(&config, policy, &mut ready_pipe);
     if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {

@@ -94,6 +94,10 @@ pub struct Cli {
     #[arg(long)]
     pub daemon: bool,
 
+    /// Log every failed file operation with its reason (also: TERMINALFS_LOG=debug)
+    #[arg(long, short)]
+    pub verbose: bool,
+
     /// With --daemon: write the driver's pid here
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub pid_file: Option<PathBuf>,

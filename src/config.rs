@@ -23,6 +23,8 @@ pub struct Config {
     pub kill_grace: Duration,
     pub allowlist: bool,
     pub daemon: bool,
+    /// Log every failed file operation (`--verbose` or `TERMINALFS_LOG=debug`).
+    pub verbose: bool,
     pub pid_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
 }
@@ -95,6 +97,7 @@ impl Config {
             kill_grace: cli.kill_grace,
             allowlist: cli.allowlist,
             daemon: cli.daemon,
+            verbose: cli.verbose || crate::log::verbose_from_env(),
             pid_file: cli.pid_file.as_deref().map(absolute),
             log_file: cli.log_file.as_deref().map(absolute),
         })

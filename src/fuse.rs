@@ -16,7 +16,7 @@
 
 use crate::fs::stderr::stderr_job;
 use crate::fs::{
-    Attr, Errno as TreeErrno, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write,
+    Attr, Error as TreeError, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write,
 };
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
@@ -300,7 +300,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 ..parked
             }),
             Err(e) => {
-                reply.error(errno(e));
+                reply.error(failed("read", format_args!("fh {fh}"), e));
                 None
             }
         },
@@ -322,7 +322,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 ..parked
             }),
             Err(e) => {
-                reply.error(errno(e));
+                reply.error(failed("lookup", format_args!("{parent}/{name:?}"), e));
                 None
             }
         },
@@ -336,7 +336,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 ..parked
             }),
             Err(e) => {
-                reply.error(errno(e));
+                reply.error(failed("write", format_args!("fh {fh}"), e));
                 None
             }
         },
@@ -356,16 +356,47 @@ fn finish_timed_out(tree: &Tree, parked: Parked) {
             size,
             reply,
         } => reply.data(&tree.read_timed_out(fh, offset, size)),
-        Op::Lookup { reply, .. } => reply.error(Errno::ENOENT),
-        Op::Write { reply, .. } => reply.error(Errno::EAGAIN),
+        Op::Write { fh, reply, .. } => reply.error(refused(
+            "write",
+            format_args!("fh {fh}"),
+            libc::EAGAIN,
+            "the command took no input before the wait ran out; nothing was written",
+        )),
+        op => fail_parked(
+            op,
+            libc::ENOENT,
+            "it did not appear before the wait ran out",
+        ),
     }
 }
 
 fn finish_interrupted(parked: Parked) {
-    match parked.op {
-        Op::Read { reply, .. } => reply.error(Errno::EINTR),
-        Op::Lookup { reply, .. } => reply.error(Errno::EINTR),
-        Op::Write { reply, .. } => reply.error(Errno::EINTR),
+    fail_parked(
+        parked.op,
+        libc::EINTR,
+        "the caller was interrupted by a signal",
+    );
+}
+
+/// Answers a parked request with an error, logged like any other.
+fn fail_parked(op: Op, errno: i32, reason: &str) {
+    match op {
+        Op::Read { fh, reply, .. } => {
+            reply.error(refused("read", format_args!("fh {fh}"), errno, reason))
+        }
+        Op::Lookup {
+            parent,
+            name,
+            reply,
+        } => reply.error(refused(
+            "lookup",
+            format_args!("{parent}/{name:?}"),
+            errno,
+            reason,
+        )),
+        Op::Write { fh, reply, .. } => {
+            reply.error(refused("write", format_args!("fh {fh}"), errno, reason))
+        }
     }
 }
 
@@ -395,8 +426,21 @@ fn caller_interrupted(_pid: u32) -> bool {
     false
 }
 
-fn errno(e: TreeErrno) -> Errno {
-    Errno::from_i32(e.0)
+/// The errno for a failed request, logged once (in verbose mode) with the operation,
+/// what it was on, and the tree's reason.
+fn failed(operation: &str, target: std::fmt::Arguments, error: TreeError) -> Errno {
+    let line = || format!("{operation} {target}: {error}");
+    if error.loud {
+        crate::log::info(&line());
+    } else {
+        crate::log::debug(line);
+    }
+    Errno::from_i32(error.errno)
+}
+
+/// An errno the adapter itself answers with, logged the same way.
+fn refused(operation: &str, target: std::fmt::Arguments, errno: i32, reason: &str) -> Errno {
+    failed(operation, target, TreeError::new(errno, reason.to_string()))
 }
 
 fn file_attr(attr: &Attr, (uid, gid): (u32, u32)) -> FileAttr {
@@ -475,7 +519,7 @@ impl Filesystem for Driver {
                     },
                 },
             ),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("lookup", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
 
@@ -495,7 +539,7 @@ impl Filesystem for Driver {
         }
         match self.tree.getattr(ino.0, fh.map(|fh| fh.0)) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("getattr", format_args!("inode {}", ino.0), e)),
         }
     }
 
@@ -518,7 +562,12 @@ impl Filesystem for Driver {
         reply: ReplyAttr,
     ) {
         if mode.is_some() || uid.is_some() || gid.is_some() {
-            return reply.error(Errno::EPERM);
+            return reply.error(refused(
+                "setattr",
+                format_args!("inode {}", ino.0),
+                libc::EPERM,
+                "modes and owners are fixed",
+            ));
         }
         if let Some(id) = stderr_job(ino.0) {
             // `> /dev/stderr` truncates: an append-only stream has nothing to cut.
@@ -529,7 +578,7 @@ impl Filesystem for Driver {
         }
         match self.tree.setattr(ino.0, size) {
             Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("setattr", format_args!("inode {}", ino.0), e)),
         }
     }
 
@@ -547,7 +596,12 @@ impl Filesystem for Driver {
         #[allow(clippy::unnecessary_cast)]
         let (format, regular) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
         if mode & format != regular {
-            return reply.error(Errno::EPERM);
+            return reply.error(refused(
+                "mknod",
+                format_args!("{}/{:?}", parent.0, name),
+                libc::EPERM,
+                "only regular files can be made",
+            ));
         }
         match self
             .tree
@@ -557,33 +611,38 @@ impl Filesystem for Driver {
                 self.tree.release(opened.fh);
                 reply_entry(reply, &attr, self.owner());
             }
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("mknod", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
 
     fn mkdir(
         &self,
         _req: &Request,
-        _parent: INodeNo,
-        _name: &OsStr,
+        parent: INodeNo,
+        name: &OsStr,
         _mode: u32,
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(Errno::EPERM);
+        reply.error(refused(
+            "mkdir",
+            format_args!("{}/{:?}", parent.0, name),
+            libc::EPERM,
+            "directories are made by the tree, not by mkdir",
+        ));
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.tree.unlink(parent.0, name.as_bytes()) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("unlink", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.tree.rmdir(parent.0, name.as_bytes()) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("rmdir", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
 
@@ -599,7 +658,12 @@ impl Filesystem for Driver {
     ) {
         #[cfg(target_os = "linux")]
         if flags.contains(RenameFlags::RENAME_EXCHANGE) {
-            return reply.error(Errno::EINVAL);
+            return reply.error(refused(
+                "rename",
+                format_args!("{}/{:?}", parent.0, name),
+                libc::EINVAL,
+                "drafts cannot be exchanged",
+            ));
         }
         let _ = flags;
         match self
@@ -607,7 +671,11 @@ impl Filesystem for Driver {
             .rename(parent.0, name.as_bytes(), newparent.0, newname.as_bytes())
         {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed(
+                "rename",
+                format_args!("{}/{:?} to {}/{:?}", parent.0, name, newparent.0, newname),
+                e,
+            )),
         }
     }
 
@@ -624,7 +692,7 @@ impl Filesystem for Driver {
         }
         match self.tree.open(ino.0, open_mode(flags.0)) {
             Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(opened.direct_io)),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
         }
     }
 
@@ -655,7 +723,11 @@ impl Filesystem for Driver {
                     },
                 },
             ),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed(
+                "read",
+                format_args!("inode {} fh {}", _ino.0, fh.0),
+                e,
+            )),
         }
     }
 
@@ -692,7 +764,11 @@ impl Filesystem for Driver {
                     },
                 },
             ),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed(
+                "write",
+                format_args!("inode {} fh {}", _ino.0, fh.0),
+                e,
+            )),
         }
     }
 
@@ -709,7 +785,11 @@ impl Filesystem for Driver {
         }
         match self.tree.flush(fh.0) {
             Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed(
+                "flush",
+                format_args!("inode {} fh {}", _ino.0, fh.0),
+                e,
+            )),
         }
     }
 
@@ -735,7 +815,7 @@ impl Filesystem for Driver {
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.tree.opendir(ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("opendir", format_args!("inode {}", ino.0), e)),
         }
     }
 
@@ -760,7 +840,7 @@ impl Filesystem for Driver {
                 }
                 reply.ok();
             }
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("readdir", format_args!("fh {}", fh.0), e)),
         }
     }
 
@@ -797,7 +877,7 @@ impl Filesystem for Driver {
                 FileHandle(opened.fh),
                 open_flags(opened.direct_io),
             ),
-            Err(e) => reply.error(errno(e)),
+            Err(e) => reply.error(failed("create", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
 }

@@ -1,7 +1,8 @@
-//! Starting, stopping and recovering the driver (issue: the core loop, points 1, 12, 13).
+//! Starting, stopping and recovering the driver, and what it logs.
 
 use crate::common::{
-    group_members, is_mounted, process_alive, run_binary, succeeded, wait_until, Mount, Reaper, BIN,
+    group_members, is_mounted, process_alive, run_binary, succeeded, wait_until, Mount, Options,
+    Reaper, BIN,
 };
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -312,4 +313,40 @@ fn readiness_and_stopping_are_reported_to_systemd() {
     assert_eq!(mount.stop().code(), Some(0));
     let n = socket.recv(&mut buffer).expect("STOPPING=1 arrives");
     assert_eq!(&buffer[..n], b"STOPPING=1");
+}
+
+#[test]
+fn verbose_logs_each_failed_operation_once_with_its_reason() {
+    let mount = Mount::with_args(&["--verbose"]);
+    let refused = std::fs::write(mount.p("ctl/bad name"), "true").unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EINVAL));
+    let line = "create 3/\"bad name\": a command name is 1 to 64 of";
+    assert!(
+        wait_until(Duration::from_secs(10), || mount.log().contains(line)),
+        "{}",
+        mount.log()
+    );
+    let log = mount.log();
+    assert_eq!(log.matches("create 3/\"bad name\"").count(), 1, "{log}");
+    assert!(
+        log.contains("lookup 3/\"bad name\": no such file or directory"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_environment_turns_verbose_logging_on_and_it_is_off_by_default() {
+    let quiet = Mount::start();
+    let loud = Mount::with_launcher(Options::default(), &|command| {
+        command.env("TERMINALFS_LOG", "debug");
+    });
+    for mount in [&quiet, &loud] {
+        assert!(std::fs::remove_file(mount.p("index.md")).is_err());
+    }
+    let line = "unlink 1/\"index.md\": index.md is the directory's page";
+    assert!(wait_until(Duration::from_secs(10), || loud
+        .log()
+        .contains(line)));
+    // The quiet driver has seen the same request by now; it logged nothing of it.
+    assert!(!quiet.log().contains("unlink"), "{}", quiet.log());
 }

@@ -114,7 +114,7 @@ fn cgroup_parent(driver: i32, mount_path: &Path) -> Option<PathBuf> {
     ));
     let usable = std::fs::create_dir(&probe).is_ok() && probe.join("cgroup.procs").exists();
     let _ = std::fs::remove_dir(&probe);
-    let tag = terminalfs::supervisor::cgroup::tag_for(mount_path);
+    let tag = terminalfs::cgroup_tag(mount_path);
     usable.then(|| base.join(format!("terminalfs-{tag}")))
 }
 

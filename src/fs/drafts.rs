@@ -3,8 +3,8 @@
 
 use super::effects::{queue_start, Effect, Effects};
 use super::names::{self, BadName, Dynamic};
-use super::state::{Body, Command, Draft, Entry, Refusal, Run, Stage, State};
-use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
+use super::state::{named, Body, Command, Draft, Entry, Refusal, Run, Stage, State};
+use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
 use super::Tree;
 use crate::policy::{
     parse_directives, runs_a_shell, Input, Verdict, NO_COMMAND_REASON, SHELL_ON_TERMINAL_REASON,
@@ -50,6 +50,18 @@ fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
     Ok(())
 }
 
+/// A name for a new draft, checked; `reserved` is the errno for `index.md`.
+fn new_name_of(name: &[u8], reserved: i32) -> FsResult<String> {
+    match names::check_name(name) {
+        Ok(name) => Ok(name.to_string()),
+        Err(BadName::Reserved) => Err(Error::new(reserved, "index.md is the directory's page")),
+        Err(BadName::Invalid) => Err(Error::new(
+            libc::EINVAL,
+            "a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start with a dot",
+        )),
+    }
+}
+
 impl Tree {
     pub fn create(&self, parent: u64, name: &[u8], mode: OpenMode) -> FsResult<(Attr, Opened)> {
         let OpenMode { write, append } = mode;
@@ -60,21 +72,20 @@ impl Tree {
                 }
             }
             if parent != names::CTL {
-                return Err(Errno(
+                return Err(
                     if names::decode(parent).is_some() || super::fixed::children(parent).is_some() {
-                        libc::EACCES
+                        Error::new(libc::EACCES, "commands are created only in ctl/")
                     } else {
-                        libc::ENOENT
+                        Error::new(libc::ENOENT, "no such directory")
                     },
-                ));
+                );
             }
-            let name = match names::check_name(name) {
-                Ok(name) => name.to_string(),
-                Err(BadName::Reserved) => return Err(Errno(libc::EEXIST)),
-                Err(BadName::Invalid) => return Err(Errno(libc::EINVAL)),
-            };
+            let name = new_name_of(name, libc::EEXIST)?;
             if state.ctl.contains_key(&name) || state.cmd.contains_key(&name) {
-                return Err(Errno(libc::EEXIST));
+                return Err(Error::new(
+                    libc::EEXIST,
+                    "a draft or command of that name exists",
+                ));
             }
             let id = state.take_id();
             let draft = Draft {
@@ -113,10 +124,13 @@ impl Tree {
                 if let Some(draft) = state.draft_mut(id) {
                     if let Some(size) = size {
                         if !draft.writable() {
-                            return Err(Errno(libc::EACCES));
+                            return Err(Error::new(
+                                libc::EACCES,
+                                "the draft was decided or refused and can no longer be changed",
+                            ));
                         }
                         if size as usize > MAX_COMMAND {
-                            return Err(Errno(libc::EFBIG));
+                            return Err(Error::new(libc::EFBIG, "a command is at most 1 MiB"));
                         }
                         draft.text.resize(size as usize, 0);
                         let flushed = match draft.stage {
@@ -131,17 +145,26 @@ impl Tree {
                     }
                     draft.touched = Instant::now();
                 } else if size.is_some() {
-                    return Err(Errno(libc::EISDIR));
+                    return Err(Error::new(
+                        libc::EISDIR,
+                        "only a draft in ctl/ can be truncated",
+                    ));
                 }
             }
             Some(Dynamic::File(_, slot)) => {
                 if size.is_some() && !super::slots::row_of(slot).how.is_written() {
-                    return Err(Errno(libc::EACCES));
+                    return Err(Error::new(
+                        libc::EACCES,
+                        "only kill, stdin and keys can be truncated under cmd/<name>/",
+                    ));
                 }
             }
             None => {
                 if size.is_some() {
-                    return Err(Errno(libc::EACCES));
+                    return Err(Error::new(
+                        libc::EACCES,
+                        "fixed files and directories cannot be resized",
+                    ));
                 }
             }
         }
@@ -182,10 +205,13 @@ impl Tree {
                         "refused: the command is longer than {MAX_COMMAND} bytes"
                     )),
                 );
-                return Err(Errno(libc::EFBIG));
+                return Err(Error::new(
+                    libc::EFBIG,
+                    "the command is longer than 1 MiB and will not run",
+                ));
             };
             if !draft.writable() {
-                return Err(Errno(libc::EPERM));
+                return Err(Error::new(libc::EPERM, "an earlier write was refused or the draft was decided; it takes no more writes"));
             }
             if draft.text.len() < end {
                 draft.text.resize(end, 0);
@@ -195,8 +221,9 @@ impl Tree {
             match quick_refusal(&draft.text) {
                 Err(None) => return Ok(written),
                 Err(Some(refusal)) => {
+                    let error = Error::new(libc::EPERM, refusal.reason.clone());
                     refuse(draft, refusal);
-                    return Err(Errno(libc::EPERM));
+                    return Err(error);
                 }
                 Ok(()) => {}
             }
@@ -218,8 +245,9 @@ impl Tree {
         match state.draft_mut(owner) {
             // Refused as it stood after this write; a later change is checked anew.
             Some(draft) if draft.version == version => {
+                let error = Error::new(libc::EPERM, refusal.reason.clone());
                 refuse(draft, refusal);
-                Err(Errno(libc::EPERM))
+                Err(error)
             }
             _ => Ok(written),
         }
@@ -245,13 +273,16 @@ impl Tree {
             };
             if !draft.writable() {
                 return match draft.stage {
-                    Stage::Refused { .. } => Err(Errno(libc::EPERM)),
+                    Stage::Refused { .. } => {
+                        Err(Error::new(libc::EPERM, "an earlier write was refused"))
+                    }
                     _ => Ok(()),
                 };
             }
             (owner, draft.version, draft.text.clone())
         };
-        let refused = self.verdict(&text, Check::Close).is_some();
+        let refusal = self.verdict(&text, Check::Close);
+        let refused = refusal.is_some();
         let mut state = self.state.lock();
         if let Some(draft) = state.draft_mut(owner) {
             if draft.version == version {
@@ -270,10 +301,10 @@ impl Tree {
                 }
             }
         }
-        if refused {
-            return Err(Errno(libc::EPERM));
+        match refusal {
+            Some(refusal) => Err(Error::new(libc::EPERM, refusal.reason)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The refusal a check of `text` gives, if any. Writes check up to the last blank
@@ -513,12 +544,14 @@ impl Tree {
         effects: &mut Effects,
         name: &[u8],
     ) -> FsResult<()> {
-        let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
-        let id = *state.ctl.get(name).ok_or(Errno(libc::ENOENT))?;
+        let (name, id) = named(&state.ctl, name, "no draft of that name")?;
         if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
             if matches!(draft.stage, Stage::Deciding | Stage::Decided { .. }) {
                 // Decided: it is about to run and can no longer be taken back.
-                return Err(Errno(libc::EBUSY));
+                return Err(Error::new(
+                    libc::EBUSY,
+                    "the command was decided and is about to run",
+                ));
             }
         }
         state.ctl.remove(name);
@@ -536,25 +569,29 @@ impl Tree {
         let mut state = self.state.lock();
         if parent != names::CTL || new_parent != names::CTL {
             if parent == names::CTL || new_parent == names::CTL {
-                return Err(Errno(libc::EXDEV));
+                return Err(Error::new(
+                    libc::EXDEV,
+                    "drafts are renamed only within ctl/",
+                ));
             }
-            return Err(Errno(libc::EPERM));
+            return Err(Error::new(
+                libc::EPERM,
+                "only drafts in ctl/ can be renamed",
+            ));
         }
         if name == b"index.md" || new_name == b"index.md" {
-            return Err(Errno(libc::EPERM));
+            return Err(Error::new(libc::EPERM, "index.md is the directory's page"));
         }
-        let old = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
-        let id = *state.ctl.get(old).ok_or(Errno(libc::ENOENT))?;
-        let new = match names::check_name(new_name) {
-            Ok(new) => new.to_string(),
-            Err(BadName::Reserved) => return Err(Errno(libc::EPERM)),
-            Err(BadName::Invalid) => return Err(Errno(libc::EINVAL)),
-        };
+        let (old, id) = named(&state.ctl, name, "no draft of that name")?;
+        let new = new_name_of(new_name, libc::EPERM)?;
         if new == old {
             return Ok(());
         }
         if state.ctl.contains_key(&new) || state.cmd.contains_key(&new) {
-            return Err(Errno(libc::EEXIST));
+            return Err(Error::new(
+                libc::EEXIST,
+                "a draft or command of that name exists",
+            ));
         }
         state.ctl.remove(old);
         state.ctl.insert(new.clone(), id);

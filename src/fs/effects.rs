@@ -216,7 +216,7 @@ impl Tree {
             let command = String::from_utf8_lossy(text);
             let cwd = self.spawner.cwd();
             if let Err(error) = audit.record(name, &command, cwd, decision, rule, reason) {
-                eprintln!("terminalfs: cannot write the audit log: {error}");
+                crate::log::info(&format!("cannot write the audit log: {error}"));
             }
         }
     }

@@ -3,12 +3,12 @@
 
 use super::effects::{Discarded, Effect, Effects};
 use super::fixed;
-use super::input::log_input_error;
+use super::input::input_error;
 use super::names::{self, Slot};
 use super::pages;
 use super::slots::{self, How};
 use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
-use super::types::{Attr, Errno, FsResult, Kind, OpenMode, Opened, Read, Write};
+use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write};
 use super::view::View;
 use super::Tree;
 use crate::supervisor::{InputError, Stream};
@@ -17,7 +17,10 @@ use std::time::SystemTime;
 
 /// A view's attributes; ENOENT once its command (and every handle on it) is gone.
 pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
-    let job = view.job.upgrade().ok_or(Errno(libc::ENOENT))?;
+    let job = view.job.upgrade().ok_or(Error::new(
+        libc::ENOENT,
+        "the command this view showed is gone",
+    ))?;
     let slot = match view.stream {
         Stream::Stdout => Slot::Stdout,
         Stream::Stderr => Slot::Stderr,
@@ -151,9 +154,9 @@ impl Tree {
                 }
             }
             _ if matches!(names::decode(ino), Some(names::Dynamic::Entry(_))) => {
-                return Err(Errno(libc::ENOENT))
+                return Err(Error::new(libc::ENOENT, "no such command"))
             }
-            _ => return Err(Errno(libc::ENOTDIR)),
+            _ => return Err(Error::new(libc::ENOTDIR, "not a directory")),
         }
         Ok(state.add_handle(None, Body::Listing(listing)))
     }
@@ -165,7 +168,7 @@ impl Tree {
             Some(Body::Listing(listing)) => {
                 Ok(listing.iter().skip(offset as usize).cloned().collect())
             }
-            _ => Err(Errno(libc::EBADF)),
+            _ => Err(Error::new(libc::EBADF, "not an open directory")),
         }
     }
 
@@ -191,12 +194,14 @@ impl Tree {
         if ino == names::CMD_INDEX {
             self.start_all_decided(state, effects);
         }
-        let missing = Errno(libc::ENOENT);
+        let missing = || Error::new(libc::ENOENT, "no such file");
         let (owner, body, direct_io) = match state.resolve(ino)? {
-            Node::Dir(..) | Node::CommandDir(..) => return Err(Errno(libc::EISDIR)),
+            Node::Dir(..) | Node::CommandDir(..) => {
+                return Err(Error::new(libc::EISDIR, "a directory"))
+            }
             Node::Page(ino) => {
                 if write {
-                    return Err(Errno(libc::EACCES));
+                    return Err(Error::new(libc::EACCES, "pages are read-only"));
                 }
                 let page = self.render_page(state, ino);
                 return Ok(opened(state.add_handle(None, Body::Fixed(page)), false));
@@ -204,9 +209,12 @@ impl Tree {
             Node::Draft(id, draft) => {
                 if write {
                     if !draft.writable() || draft.writers() > 0 {
-                        return Err(Errno(libc::EEXIST));
+                        return Err(Error::new(
+                            libc::EEXIST,
+                            "the draft is open for writing already, or was decided or refused",
+                        ));
                     }
-                    let draft = state.draft_mut(id).ok_or(missing)?;
+                    let draft = state.draft_mut(id).ok_or_else(missing)?;
                     if let Stage::Writing { writers, .. } = &mut draft.stage {
                         *writers += 1;
                     }
@@ -216,10 +224,10 @@ impl Tree {
             }
             Node::View(_, view) => {
                 if write {
-                    return Err(Errno(libc::EACCES));
+                    return Err(Error::new(libc::EACCES, "output is read-only"));
                 }
                 let body = Body::Growing {
-                    job: view.job.upgrade().ok_or(missing)?,
+                    job: view.job.upgrade().ok_or_else(missing)?,
                     stream: view.stream,
                     view: view.view.clone(),
                 };
@@ -227,11 +235,14 @@ impl Tree {
             }
             Node::CommandFile(id, command, slot) => {
                 if !slots::visible_slots(command).contains(&slot) {
-                    return Err(missing);
+                    return Err(missing());
                 }
                 let row = slots::row_of(slot);
                 if write != row.how.is_written() {
-                    return Err(Errno(libc::EACCES));
+                    return Err(Error::new(
+                        libc::EACCES,
+                        "kill, stdin and keys are only written; the other files are only read",
+                    ));
                 }
                 let body = match (&command.run, row.how) {
                     (Run::Job(job), How::Stream(stream)) => Body::Growing {
@@ -251,7 +262,7 @@ impl Tree {
                         script: command.script.clone(),
                     },
                     (Run::Job(job), How::Keys) => Body::Keys { job: job.clone() },
-                    _ => Body::Fixed(slots::render(command, slot).ok_or(missing)?),
+                    _ => Body::Fixed(slots::render(command, slot).ok_or_else(missing)?),
                 };
                 (id, body, true)
             }
@@ -293,8 +304,7 @@ impl Tree {
                 ),
             };
             let file = if keys { "keys" } else { "stdin" };
-            log_input_error(&command.name, file, &why);
-            return Some(Err(Errno(errno)));
+            return Some(Err(input_error(&command.name, file, errno, &why)));
         }
         if name != Slot::Kill.name().as_bytes() || command.hidden & Slot::Kill.bit() != 0 {
             return None;
@@ -307,7 +317,10 @@ impl Tree {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
         let state = self.state.lock();
-        let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
+        let handle = state
+            .handles
+            .get(&fh)
+            .ok_or(Error::new(libc::EBADF, "no such open file"))?;
         let size = size as usize;
         // Output is copied without the tree lock, so a large read holds up nobody.
         if let Body::Growing { job, stream, view } | Body::Follow { job, view, stream } =
@@ -343,7 +356,7 @@ impl Tree {
             }
             Body::Growing { .. } | Body::Follow { .. } => unreachable!("answered above"),
             Body::Kill { .. } | Body::Input { .. } | Body::Keys { .. } | Body::Listing(_) => {
-                return Err(Errno(libc::EBADF))
+                return Err(Error::new(libc::EBADF, "this file is not read"))
             }
         })
     }
@@ -360,7 +373,10 @@ impl Tree {
 
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<Write> {
         let state = self.state.lock();
-        let handle = state.handles.get(&fh).ok_or(Errno(libc::EBADF))?;
+        let handle = state
+            .handles
+            .get(&fh)
+            .ok_or(Error::new(libc::EBADF, "no such open file"))?;
         let name = || match handle.owner.and_then(|id| state.command(id)) {
             Some(command) => command.name.clone(),
             None => String::new(),
@@ -395,7 +411,7 @@ impl Tree {
                 self.write_draft(owner, append, offset, data)
                     .map(Write::Done)
             }
-            _ => Err(Errno(libc::EBADF)),
+            _ => Err(Error::new(libc::EBADF, "this file is not written")),
         }
     }
 

@@ -4,28 +4,34 @@
 //! park and try again until `--wait-timeout`.
 
 use super::effects::{Effect, Effects};
-use super::types::{Errno, FsResult, Write, MAX_COMMAND};
+use super::types::{Error, FsResult, Write, MAX_COMMAND};
 use super::Tree;
 use crate::policy::{check_shell_input, Verdict};
 use crate::supervisor::terminal::KeysError;
 use crate::supervisor::{InputError, Job};
 use parking_lot::Mutex;
 
-/// Says once, in the log, why a write to a command's input failed.
-pub(super) fn log_input_error(name: &str, file: &str, why: &str) {
-    eprintln!("terminalfs: cmd/{name}/{file}: {why}");
+/// Why a write to a command's input failed, for the writer's errno and, once, the log.
+pub(super) fn input_error(name: &str, file: &str, errno: i32, why: &str) -> Error {
+    Error::loud(errno, format!("cmd/{name}/{file}: {why}"))
 }
 
-/// The errno for input that was not taken (other than a full input, which waits).
-fn errno_of(error: &InputError) -> Errno {
-    Errno(match error {
+/// The error for input that was not taken (other than a full input, which waits).
+fn error_of(name: &str, file: &str, error: &InputError) -> Error {
+    let errno = match error {
         InputError::Full => libc::EAGAIN,
         InputError::Closed | InputError::Gone => libc::EPIPE,
         InputError::Keys(KeysError::TooLong(_)) => libc::EFBIG,
         InputError::Keys(_) => libc::EINVAL,
         InputError::NotTerminal => libc::ENOTTY,
         InputError::TerminalNotClosable => libc::EPERM,
-    })
+    };
+    input_error(name, file, errno, &error.to_string())
+}
+
+/// The error for a command whose input is gone.
+fn no_input(name: &str, file: &str, errno: i32) -> Error {
+    input_error(name, file, errno, "it has no input (any more)")
 }
 
 impl Tree {
@@ -39,7 +45,9 @@ impl Tree {
         script: Option<&Mutex<Vec<u8>>>,
         data: &[u8],
     ) -> FsResult<Write> {
-        let input = job.input().ok_or(Errno(libc::EBADF))?;
+        let input = job
+            .input()
+            .ok_or_else(|| no_input(name, "stdin", libc::EBADF))?;
         let mut given = script.map(Mutex::lock);
         if let Some(given) = &given {
             if given.len() + data.len() > MAX_COMMAND {
@@ -47,8 +55,7 @@ impl Tree {
                     "a shell's input is checked as one script of at most {MAX_COMMAND} bytes, \
                      and this write would pass that; run a script file instead"
                 );
-                log_input_error(name, "stdin", &why);
-                return Err(Errno(libc::EFBIG));
+                return Err(input_error(name, "stdin", libc::EFBIG, &why));
             }
             let mut whole = Vec::with_capacity(given.len() + data.len());
             whole.extend_from_slice(given);
@@ -63,8 +70,8 @@ impl Tree {
                     reason: Some(reason.clone()),
                 });
                 self.perform(effects);
-                log_input_error(name, "stdin", &format!("not delivered: {reason}"));
-                return Err(Errno(libc::EPERM));
+                let why = format!("not delivered: {reason}");
+                return Err(input_error(name, "stdin", libc::EPERM, &why));
             }
         }
         match input.write(data) {
@@ -75,33 +82,30 @@ impl Tree {
                 Ok(Write::Done(n as u32))
             }
             Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
-            Err(error) => {
-                log_input_error(name, "stdin", &error.to_string());
-                Err(errno_of(&error))
-            }
+            Err(error) => Err(error_of(name, "stdin", &error)),
         }
     }
 
     /// A write to `keys`: every word known, or nothing sent.
     pub(super) fn write_keys(&self, name: &str, job: &Job, data: &[u8]) -> FsResult<Write> {
-        let input = job.input().ok_or(Errno(libc::EBADF))?;
+        let input = job
+            .input()
+            .ok_or_else(|| no_input(name, "keys", libc::EBADF))?;
         match input.send_keys(data) {
             Ok(()) => Ok(Write::Done(data.len() as u32)),
             Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
-            Err(error) => {
-                log_input_error(name, "keys", &error.to_string());
-                Err(errno_of(&error))
-            }
+            Err(error) => Err(error_of(name, "keys", &error)),
         }
     }
 
     /// `rm cmd/<name>/stdin`: closes a pipe so the command reads end of file. A
     /// terminal is not closed this way (EPERM).
     pub(super) fn close_input(&self, name: &str, job: &Job) -> FsResult<()> {
-        let input = job.input().ok_or(Errno(libc::ENOENT))?;
-        input.close().map_err(|error| {
-            log_input_error(name, "stdin", &error.to_string());
-            errno_of(&error)
-        })
+        let input = job
+            .input()
+            .ok_or_else(|| no_input(name, "stdin", libc::ENOENT))?;
+        input
+            .close()
+            .map_err(|error| error_of(name, "stdin", &error))
     }
 }

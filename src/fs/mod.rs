@@ -30,10 +30,7 @@ pub mod view;
 
 pub use effects::{Hooks, Spawner};
 pub use restore::{Comeback, Returning};
-pub use types::{
-    Attr, Errno, FsResult, Kind, Later, Lookup, OpenMode, Opened, Read, TreeConfig, Write,
-    GROWING_BLKSIZE, MAX_COMMAND,
-};
+pub use types::{Attr, Error, FsResult, Kind, Later, Lookup, OpenMode, Read, TreeConfig, Write};
 
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
@@ -137,7 +134,7 @@ impl Tree {
         parent: u64,
         name: &[u8],
     ) -> FsResult<Lookup> {
-        let missing = Errno(libc::ENOENT);
+        let missing = || Error::new(libc::ENOENT, "no such file or directory");
         let children = match state.resolve(parent)? {
             Node::Dir(_, children) => children,
             Node::CommandDir(_, command) if matches!(command.run, Run::Starting) => {
@@ -148,25 +145,25 @@ impl Tree {
                     .ok()
                     .and_then(Slot::from_name)
                     .filter(|slot| slots::visible_slots(command).contains(slot))
-                    .ok_or(missing)?;
+                    .ok_or_else(missing)?;
                 if slots::row_of(slot).how.is_stream() {
                     if let Some(view) = self.stream_lookup(state, id, slot) {
                         return Ok(Lookup::Found(view));
                     }
                 }
-                let command = state.command(id).ok_or(missing)?;
+                let command = state.command(id).ok_or_else(missing)?;
                 return Ok(Lookup::Found(slots::file_attr(id, command, slot)));
             }
-            Node::Draft(..) => return Err(Errno(libc::ENOTDIR)),
-            Node::Page(_) | Node::CommandFile(..) | Node::View(..) => return Err(missing),
+            Node::Draft(..) => return Err(Error::new(libc::ENOTDIR, "a draft is a file")),
+            Node::Page(_) | Node::CommandFile(..) | Node::View(..) => return Err(missing()),
         };
         if let Some((_, ino, _)) = children.iter().find(|(n, _, _)| n.as_bytes() == name) {
             return self.attr_locked(state, *ino).map(Lookup::Found);
         }
-        let text_name = std::str::from_utf8(name).map_err(|_| missing)?;
+        let text_name = std::str::from_utf8(name).map_err(|_| missing())?;
         match parent {
             names::CTL => {
-                let id = *state.ctl.get(text_name).ok_or(missing)?;
+                let id = *state.ctl.get(text_name).ok_or_else(missing)?;
                 self.attr_locked(state, names::entry_ino(id))
                     .map(Lookup::Found)
             }
@@ -185,14 +182,14 @@ impl Tree {
                         }
                     }
                 }
-                let id = *state.cmd.get(text_name).ok_or(missing)?;
+                let id = *state.cmd.get(text_name).ok_or_else(missing)?;
                 if matches!(state.command(id), Some(c) if matches!(c.run, Run::Starting)) {
                     return Ok(Lookup::Later(Later::Start));
                 }
                 self.attr_locked(state, names::entry_ino(id))
                     .map(Lookup::Found)
             }
-            _ => Err(missing),
+            _ => Err(missing()),
         }
     }
 
@@ -220,30 +217,39 @@ impl Tree {
         let id = match state.resolve(parent) {
             Ok(Node::Dir(..)) => {
                 if name == b"index.md" {
-                    return Err(Errno(libc::EPERM));
+                    return Err(Error::new(libc::EPERM, "index.md is the directory's page"));
                 }
                 return match parent {
                     names::CTL => self.unlink_draft(state, effects, name).map(|()| None),
                     names::CMD => {
                         let known =
                             std::str::from_utf8(name).is_ok_and(|n| state.cmd.contains_key(n));
-                        Err(Errno(if known { libc::EISDIR } else { libc::ENOENT }))
+                        Err(if known {
+                            Error::new(libc::EISDIR, "a command is a directory: rm -r removes it")
+                        } else {
+                            Error::new(libc::ENOENT, "no command of that name")
+                        })
                     }
-                    _ => Err(Errno(libc::EPERM)),
+                    _ => Err(Error::new(libc::EPERM, "fixed files cannot be removed")),
                 };
             }
             Ok(Node::CommandDir(id, _)) => id,
             _ if matches!(names::decode(parent), Some(Dynamic::Entry(_))) => {
-                return Err(Errno(libc::ENOENT))
+                return Err(Error::new(libc::ENOENT, "no such command"))
             }
-            _ => return Err(Errno(libc::ENOTDIR)),
+            _ => return Err(Error::new(libc::ENOTDIR, "not a directory")),
         };
-        let command = state.command_mut(id).ok_or(Errno(libc::ENOENT))?;
+        let command = state
+            .command_mut(id)
+            .ok_or(Error::new(libc::ENOENT, "no such command"))?;
         let slot = std::str::from_utf8(name)
             .ok()
             .and_then(Slot::from_name)
             .filter(|slot| slots::visible_slots(command).contains(slot))
-            .ok_or(Errno(libc::ENOENT))?;
+            .ok_or(Error::new(
+                libc::ENOENT,
+                "no such file in this command's directory",
+            ))?;
         if slot == Slot::Stdin {
             if let Run::Job(job) = &command.run {
                 return Ok(Some((command.name.clone(), job.clone())));
@@ -259,14 +265,13 @@ impl Tree {
     pub fn rmdir(&self, parent: u64, name: &[u8]) -> FsResult<()> {
         self.locked(|state, effects| {
             if parent != names::CMD {
-                return Err(Errno(if fixed::children(parent).is_some() {
-                    libc::EPERM
+                return Err(if fixed::children(parent).is_some() {
+                    Error::new(libc::EPERM, "only commands under cmd/ can be removed")
                 } else {
-                    libc::ENOTDIR
-                }));
+                    Error::new(libc::ENOTDIR, "not a directory")
+                });
             }
-            let name = std::str::from_utf8(name).map_err(|_| Errno(libc::ENOENT))?;
-            let id = *state.cmd.get(name).ok_or(Errno(libc::ENOENT))?;
+            let (_, id) = state::named(&state.cmd, name, "no command of that name")?;
             remove_command(state, effects, id, "killed: its directory was removed");
             Ok(())
         })

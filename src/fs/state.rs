@@ -3,7 +3,7 @@
 
 use super::fixed;
 use super::names::{self, Dynamic, Slot};
-use super::types::{Errno, FsResult, Kind};
+use super::types::{Error, FsResult, Kind};
 use super::view::View;
 use crate::policy::Directives;
 use crate::spool::Store;
@@ -237,6 +237,19 @@ pub(super) enum Node<'a> {
     View(u64, &'a ViewEntry),
 }
 
+/// The name as text and the id of `name` in `map` (`ctl/` or `cmd/`); ENOENT with
+/// `missing` when it is not there.
+pub(super) fn named<'n>(
+    map: &BTreeMap<String, u64>,
+    name: &'n [u8],
+    missing: &'static str,
+) -> FsResult<(&'n str, u64)> {
+    std::str::from_utf8(name)
+        .ok()
+        .and_then(|text| Some((text, *map.get(text)?)))
+        .ok_or_else(|| Error::new(libc::ENOENT, missing))
+}
+
 impl State {
     pub fn new() -> State {
         State {
@@ -254,18 +267,18 @@ impl State {
         if fixed::is_page(ino) {
             return Ok(Node::Page(ino));
         }
-        let missing = Errno(libc::ENOENT);
-        match names::decode(ino).ok_or(missing)? {
-            Dynamic::Entry(id) => match self.entries.get(&id).ok_or(missing)? {
+        let missing = || Error::new(libc::ENOENT, "no such file or directory");
+        match names::decode(ino).ok_or_else(missing)? {
+            Dynamic::Entry(id) => match self.entries.get(&id).ok_or_else(missing)? {
                 Entry::Draft(draft) => Ok(Node::Draft(id, draft)),
                 Entry::Command(command) => Ok(Node::CommandDir(id, command)),
                 // A view's inodes are its files'; its entry inode is never handed out.
-                Entry::View(_) => Err(missing),
+                Entry::View(_) => Err(missing()),
             },
-            Dynamic::File(id, slot) => match self.entries.get(&id).ok_or(missing)? {
+            Dynamic::File(id, slot) => match self.entries.get(&id).ok_or_else(missing)? {
                 Entry::Command(command) => Ok(Node::CommandFile(id, command, slot)),
                 Entry::View(view) => Ok(Node::View(id, view)),
-                Entry::Draft(_) => Err(missing),
+                Entry::Draft(_) => Err(missing()),
             },
         }
     }

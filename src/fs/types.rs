@@ -1,14 +1,46 @@
 //! The values the tree answers with: attributes, errno values, what an open asks for
 //! and what a read or lookup gives back.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// An errno for the caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Errno(pub i32);
+/// Why an operation failed: the errno the caller gets and a sentence for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub errno: i32,
+    pub reason: Cow<'static, str>,
+    /// Logged whatever the log level: the writer has no other way to learn why (a
+    /// write to a command's input that was not delivered). Others only when verbose.
+    pub loud: bool,
+}
 
-pub type FsResult<T> = Result<T, Errno>;
+impl Error {
+    pub fn new(errno: i32, reason: impl Into<Cow<'static, str>>) -> Error {
+        Error {
+            errno,
+            reason: reason.into(),
+            loud: false,
+        }
+    }
+
+    /// An error that is always logged.
+    pub fn loud(errno: i32, reason: impl Into<Cow<'static, str>>) -> Error {
+        Error {
+            loud: true,
+            ..Error::new(errno, reason)
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = std::io::Error::from_raw_os_error(self.errno);
+        write!(f, "{} ({name})", self.reason)
+    }
+}
+
+pub type FsResult<T> = Result<T, Error>;
 
 /// Largest command text accepted.
 pub const MAX_COMMAND: usize = 1 << 20;

@@ -398,10 +398,6 @@ impl Capture {
         self.store.set_finished(Capture::disk_bytes(&self.header));
     }
 
-    pub fn is_sealed(&self) -> bool {
-        self.header.sealed
-    }
-
     /// What a file of `stream` can show now.
     pub fn extent(&self, stream: Stream) -> Extent {
         let (kept, written, line_ended) = match stream {

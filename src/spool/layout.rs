@@ -36,6 +36,7 @@ impl Kept {
     }
 
     /// Whether offset `at` is held.
+    #[cfg(test)]
     pub fn holds(&self, at: u64) -> bool {
         at < self.head_end || (at >= self.tail_start && at < self.end)
     }

@@ -20,7 +20,6 @@ mod capture;
 pub mod layout;
 
 pub use capture::{Capture, Extent, Stream};
-pub use layout::Kept;
 
 use capture::Header;
 use parking_lot::Mutex;
@@ -255,16 +254,13 @@ impl Spool {
         }))
     }
 
-    pub fn config(&self) -> &SpoolConfig {
-        &self.config
-    }
-
     /// Writes a line to the driver's log.
     pub fn log(&self, message: &str) {
         (self.shared.log)(message);
     }
 
     /// Bytes of output on disk, as counted against `--max-spool`.
+    #[cfg(test)]
     pub fn used(&self) -> u64 {
         self.shared.registry.lock().used
     }

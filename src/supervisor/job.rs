@@ -77,8 +77,6 @@ pub struct JobSnapshot {
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
     pub output: StreamBytes,
-    /// True while some process still holds the command's stdout or stderr open.
-    pub pipes_open: bool,
     /// How the command is contained: `cgroup <path>` or `process group`.
     pub containment: String,
     /// The memory limit in bytes, if any.
@@ -489,7 +487,6 @@ impl Job {
             stdout: bytes(Stream::Stdout),
             stderr: bytes(Stream::Stderr),
             output: bytes(Stream::Output),
-            pipes_open: state.open_pipes > 0,
             containment: self.containment.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.input.as_ref().and_then(Input::terminal_state),

@@ -23,7 +23,7 @@ pub mod terminal;
 mod timer;
 
 pub use input::{Input, InputError, Stdin};
-pub use job::{Exit, Job, JobSnapshot, Phase, Stream, StreamBytes, DRIVER_STOPPED};
+pub use job::{Job, JobSnapshot, Phase, Stream, StreamBytes};
 
 use crate::spool::Spool;
 use crate::supervisor::capture::{Capture, Registry};
@@ -223,11 +223,6 @@ impl Supervisor {
 
     pub fn config(&self) -> &SupervisorConfig {
         &self.config
-    }
-
-    /// Where output and records are kept.
-    pub fn spool(&self) -> &Arc<Spool> {
-        &self.spool
     }
 
     /// A job, under the next id, for a command an earlier driver left in the spool.
@@ -599,7 +594,12 @@ mod tests {
         let running = jobs.iter().filter(|job| job.is_running()).count();
         let refused: Vec<&Arc<Job>> = jobs
             .iter()
-            .filter(|job| matches!(job.snapshot().phase, Phase::Stopped(Exit { code: -1, .. })))
+            .filter(|job| {
+                matches!(
+                    job.snapshot().phase,
+                    Phase::Stopped(job::Exit { code: -1, .. })
+                )
+            })
             .collect();
         supervisor.shutdown();
         finish.wait();

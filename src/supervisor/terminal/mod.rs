@@ -7,5 +7,5 @@ pub mod keys;
 pub mod pty;
 pub mod screen;
 
-pub use keys::{KeyModes, KeysError};
+pub use keys::KeysError;
 pub use screen::{Screen, TerminalSize};

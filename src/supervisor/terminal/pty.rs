@@ -83,6 +83,7 @@ fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
 }
 
 /// Sets the window size a terminal reports (`TIOCGWINSZ`, `stty size`).
+#[cfg(test)]
 pub fn set_size(fd: &impl AsRawFd, size: TerminalSize) -> std::io::Result<()> {
     let window = winsize(size);
     // SAFETY: TIOCSWINSZ reads one winsize from a pointer valid for the call.
@@ -91,6 +92,7 @@ pub fn set_size(fd: &impl AsRawFd, size: TerminalSize) -> std::io::Result<()> {
 }
 
 /// The window size a terminal reports.
+#[cfg(test)]
 pub fn size(fd: &impl AsRawFd) -> std::io::Result<TerminalSize> {
     // SAFETY: an all-zero winsize is a valid value to be overwritten.
     let mut window: libc::winsize = unsafe { std::mem::zeroed() };
@@ -113,6 +115,7 @@ pub fn make_controlling_terminal(fd: RawFd) -> std::io::Result<()> {
 
 /// Reads what the program displayed. `Ok(0)` is the end: every process has closed its
 /// side of the terminal. `WouldBlock` means nothing is there yet.
+#[cfg(test)]
 pub fn read(master: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<usize> {
     // SAFETY: reading into a buffer valid for its length.
     let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
