@@ -496,7 +496,13 @@ impl Filesystem for Driver {
         if parent.0 == crate::fs::names::ROOT {
             match self.tree.stderr_lookup(name.as_bytes()) {
                 Some(Ok(attr)) => return reply_entry(reply, &attr, self.owner()),
-                Some(Err(e)) => return reply.error(errno(e)),
+                Some(Err(e)) => {
+                    return reply.error(failed(
+                        "lookup",
+                        format_args!("{}/{:?}", parent.0, name),
+                        e,
+                    ))
+                }
                 None => {}
             }
         }
@@ -685,7 +691,7 @@ impl Filesystem for Driver {
                 return match self.tree.stderr_open(id) {
                     // Direct I/O: each write reaches the supervisor while its writer waits.
                     Ok(()) => reply.opened(FileHandle(0), open_flags(true)),
-                    Err(e) => reply.error(errno(e)),
+                    Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
                 };
             }
             return reply.error(Errno::EACCES);
@@ -699,7 +705,7 @@ impl Filesystem for Driver {
     fn read(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -725,7 +731,7 @@ impl Filesystem for Driver {
             ),
             Err(e) => reply.error(failed(
                 "read",
-                format_args!("inode {} fh {}", _ino.0, fh.0),
+                format_args!("inode {} fh {}", ino.0, fh.0),
                 e,
             )),
         }
@@ -746,7 +752,7 @@ impl Filesystem for Driver {
         if let Some(id) = stderr_job(ino.0) {
             return match self.tree.stderr_write(id, data) {
                 Ok(n) => reply.written(n),
-                Err(e) => reply.error(errno(e)),
+                Err(e) => reply.error(failed("write", format_args!("inode {}", ino.0), e)),
             };
         }
         match self.tree.write(fh.0, offset, data) {
@@ -766,7 +772,7 @@ impl Filesystem for Driver {
             ),
             Err(e) => reply.error(failed(
                 "write",
-                format_args!("inode {} fh {}", _ino.0, fh.0),
+                format_args!("inode {} fh {}", ino.0, fh.0),
                 e,
             )),
         }
@@ -787,7 +793,7 @@ impl Filesystem for Driver {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(failed(
                 "flush",
-                format_args!("inode {} fh {}", _ino.0, fh.0),
+                format_args!("inode {} fh {}", ino.0, fh.0),
                 e,
             )),
         }

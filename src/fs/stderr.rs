@@ -8,7 +8,7 @@
 //! None of this takes the tree's lock: a stderr write is served while other requests
 //! hold it, and the supervisor's work for it never waits on the tree.
 
-use super::{Attr, Errno, FsResult, Kind, Tree};
+use super::{Attr, Error, FsResult, Kind, Tree};
 use crate::supervisor::capture::parse_stderr_file_name;
 use std::time::SystemTime;
 
@@ -41,7 +41,10 @@ impl Tree {
         Some(if self.spawner.stderr_lookup(id) {
             Ok(Self::stderr_attr(id))
         } else {
-            Err(Errno(libc::ENOENT))
+            Err(Error::new(
+                libc::ENOENT,
+                "no command is being started with this stderr file",
+            ))
         })
     }
 
@@ -55,7 +58,10 @@ impl Tree {
         if self.spawner.stderr_open(id) {
             Ok(())
         } else {
-            Err(Errno(libc::ENOENT))
+            Err(Error::new(
+                libc::ENOENT,
+                "the command of this stderr file is gone",
+            ))
         }
     }
 
@@ -64,7 +70,10 @@ impl Tree {
         if self.spawner.stderr_write(id, bytes) {
             Ok(bytes.len() as u32)
         } else {
-            Err(Errno(libc::EBADF))
+            Err(Error::new(
+                libc::EBADF,
+                "the command of this stderr file takes no more output",
+            ))
         }
     }
 
