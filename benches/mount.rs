@@ -1,6 +1,7 @@
 //! Figures for a real mount: read throughput of a growing file against a plain file,
 //! how soon `follow` and `wait` see what happens, the cost of a small-file round trip,
-//! and the pump's capture rate. Run with `cargo bench`; it prints figures and ratios
+//! the pump's capture rate, how soon typed keys show on a terminal's screen, and what a
+//! terminal costs in memory. Run with `cargo bench`; it prints figures and ratios
 //! and asserts nothing about speed (a noisy machine would make that flaky).
 
 #[path = "../tests/common/mod.rs"]
@@ -212,16 +213,97 @@ fn stat_while_starting() {
     );
 }
 
+/// Polls `path` until it contains `needle`; gives up after ten seconds.
+fn poll_until(path: &std::path::Path, needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Keys typed into `cat` on a terminal until the screen shows them, against the same
+/// line written to `cat` on a stdin pipe until `stdout` shows it.
+fn keys_round_trip() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/tty"), "#terminalfs tty\nexec cat").unwrap();
+    std::fs::write(mount.p("ctl/pipe"), "#terminalfs stdin\nexec cat").unwrap();
+    assert!(poll_until(&mount.p("cmd/tty/status"), "running"));
+    assert!(poll_until(&mount.p("cmd/pipe/status"), "running"));
+    let (mut keys, mut pipe) = (Vec::new(), Vec::new());
+    for i in 0..200 {
+        let word = format!("k{i}x");
+        let started = Instant::now();
+        std::fs::write(mount.p("cmd/tty/keys"), format!("'{word}' Enter")).unwrap();
+        assert!(poll_until(
+            &mount.p("cmd/tty/screen"),
+            &format!("{word}\n{word}\n")
+        ));
+        keys.push(started.elapsed().as_secs_f64() * 1e3);
+        let started = Instant::now();
+        std::fs::write(mount.p("cmd/pipe/stdin"), format!("{word}\n")).unwrap();
+        assert!(poll_until(
+            &mount.p("cmd/pipe/stdout"),
+            &format!("{word}\n")
+        ));
+        pipe.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    println!(
+        "keys to screen: {:.2} ms median, {:.2} ms p99; stdin to stdout: {:.2} ms median, \
+         {:.2} ms p99; ratio {:.2} (200 lines into cat)",
+        median(keys.clone()),
+        percentile(keys.clone(), 0.99),
+        median(pipe.clone()),
+        percentile(pipe.clone(), 0.99),
+        median(keys) / median(pipe)
+    );
+}
+
+/// The driver's resident memory with 50 idle commands on 120x40 terminals, against 50
+/// idle commands without one.
+fn terminal_memory() {
+    let count = 50;
+    let mut figures = Vec::new();
+    for header in ["", "#terminalfs tty\n"] {
+        let mount = Mount::start();
+        let before = common::status_kib(mount.pid(), "VmRSS:");
+        for i in 0..count {
+            std::fs::write(mount.p(&format!("ctl/m{i}")), format!("{header}sleep 600")).unwrap();
+        }
+        for i in 0..count {
+            assert!(poll_until(&mount.p(&format!("cmd/m{i}/status")), "running"));
+        }
+        if !header.is_empty() {
+            // Type into each, so every screen has been drawn on.
+            for i in 0..count {
+                std::fs::write(mount.p(&format!("cmd/m{i}/keys")), "'x'").unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let after = common::status_kib(mount.pid(), "VmRSS:");
+        figures.push(after.saturating_sub(before) as f64 / count as f64);
+    }
+    println!(
+        "memory per idle command: {:.0} KiB with a 120x40 terminal, {:.0} KiB without \
+         (driver VmRSS growth over {count} commands)",
+        figures[1], figures[0]
+    );
+}
+
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 6] = [
+    let all: [(&str, fn()); 8] = [
         ("throughput", throughput),
         ("follow", follow_latency),
         ("wait", wait_round_trip),
         ("small", small_file_ops),
         ("capture", capture_rate),
         ("starting", stat_while_starting),
+        ("keys", keys_round_trip),
+        ("terminal-memory", terminal_memory),
     ];
     for (name, bench) in all {
         if filter.as_deref().is_none_or(|f| name.contains(f)) {

@@ -520,6 +520,28 @@ fn kill_wait_and_follow_work_on_a_terminal() {
     assert!(mount.read("cmd/loop/output").contains("started"));
 }
 
+#[test]
+fn limits_and_containment_hold_on_a_terminal() {
+    let mount = Mount::start();
+    assert_eq!(
+        mount.run("slow", "#terminalfs tty timeout=1s\necho begun; sleep 1000"),
+        "error    \n"
+    );
+    let reason = mount.read("cmd/slow/reason");
+    assert!(reason.contains("timed out"), "{reason}");
+    let result = result_json(&mount, "slow");
+    assert_eq!(result["timed_out"], true);
+    // Contained like any other command: in its own cgroup (as on CI; the supervision
+    // tests say how to opt out where the driver cannot make one).
+    let containment = result["containment"].as_str().unwrap().to_owned();
+    if std::env::var_os("TERMINALFS_TEST_WITHOUT_CGROUPS").is_none() {
+        assert!(containment.starts_with("cgroup "), "{containment}");
+    } else {
+        assert_eq!(containment, "process group");
+    }
+    assert!(mount.read("cmd/slow/screen").contains("begun"));
+}
+
 // ----- bad input -----------------------------------------------------------------------
 
 #[test]
