@@ -587,6 +587,18 @@ fn bad_input_gets_a_clear_errno_and_nothing_half_sent() {
     mount.ok("echo > $M/cmd/cat/kill");
     mount.wait("cat");
 
+    // A handle opened while the command ran gets EPIPE once it has stopped.
+    start(&mount, "once", "#terminalfs tty\nread line", "keys");
+    let mut held = std::fs::OpenOptions::new()
+        .append(true)
+        .open(mount.p("cmd/once/keys"))
+        .unwrap();
+    held.write_all(b"'first' Enter").unwrap();
+    assert_eq!(mount.wait("once"), "completed\n");
+    let late = held.write_all(b"'second' Enter").unwrap_err();
+    assert_eq!(late.raw_os_error(), Some(libc::EPIPE), "{late}");
+    assert!(!mount.read("cmd/once/output").contains("second"));
+
     // Sizes that are no terminal.
     for (size, needle) in [("0x0", "no cells"), ("100000x1", "too large")] {
         let name = format!("size{}", size.len());

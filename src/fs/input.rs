@@ -8,7 +8,7 @@ use super::types::{Error, FsResult, Write, MAX_COMMAND};
 use super::Tree;
 use crate::policy::{check_shell_input, Verdict};
 use crate::supervisor::terminal::KeysError;
-use crate::supervisor::{InputError, Job};
+use crate::supervisor::{Input, InputError, Job};
 use parking_lot::Mutex;
 
 /// Why a write to a command's input failed, for the writer's errno and, once, the log.
@@ -34,6 +34,18 @@ fn no_input(name: &str, file: &str, errno: i32) -> Error {
     input_error(name, file, errno, "it has no input (any more)")
 }
 
+/// The job's input while its shell runs; EPIPE once it has stopped, through a handle
+/// opened before (a descendant may still hold the pipe, but nobody is there to answer).
+fn running_input<'a>(name: &str, file: &str, job: &'a Job) -> FsResult<&'a Input> {
+    let input = job
+        .input()
+        .ok_or_else(|| no_input(name, file, libc::EBADF))?;
+    if !job.is_running() {
+        return Err(error_of(name, file, &InputError::Gone));
+    }
+    Ok(input)
+}
+
 impl Tree {
     /// A write to `stdin`. For a shell, everything given so far plus this write is
     /// checked as one script first; `script` stays locked until the write is delivered,
@@ -45,9 +57,7 @@ impl Tree {
         script: Option<&Mutex<Vec<u8>>>,
         data: &[u8],
     ) -> FsResult<Write> {
-        let input = job
-            .input()
-            .ok_or_else(|| no_input(name, "stdin", libc::EBADF))?;
+        let input = running_input(name, "stdin", job)?;
         let mut given = script.map(Mutex::lock);
         if let Some(given) = &given {
             if given.len() + data.len() > MAX_COMMAND {
@@ -88,9 +98,7 @@ impl Tree {
 
     /// A write to `keys`: every word known, or nothing sent.
     pub(super) fn write_keys(&self, name: &str, job: &Job, data: &[u8]) -> FsResult<Write> {
-        let input = job
-            .input()
-            .ok_or_else(|| no_input(name, "keys", libc::EBADF))?;
+        let input = running_input(name, "keys", job)?;
         match input.send_keys(data) {
             Ok(()) => Ok(Write::Done(data.len() as u32)),
             Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
