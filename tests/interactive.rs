@@ -455,14 +455,24 @@ fn ctrl_c_stops_the_foreground_process_group() {
     start(
         &mount,
         "sleep",
-        "#terminalfs tty\necho ready; sleep 1000",
+        "#terminalfs tty\nsleep 1000; echo after",
         "keys",
     );
-    screen_shows(&mount, "sleep", "ready");
+    // Wait for the sleep itself: a Ctrl-C that reaches the shell before it forks is
+    // held by the shell until its next child ends, as on any terminal.
+    let shell: i32 = mount.read("cmd/sleep/pid").trim().parse().unwrap();
+    let sleeping = || {
+        crate::common::group_members(shell).into_iter().any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c == "sleep\n")
+        })
+    };
+    assert!(wait_until(PATIENCE, sleeping), "sleep never started");
     keys(&mount, "sleep", "C-c");
     assert_eq!(mount.wait("sleep"), "error    \n");
     assert_eq!(mount.read("cmd/sleep/exitcode"), "130\n");
-    assert!(mount.read("cmd/sleep/output").ends_with("^C"));
+    let output = mount.read("cmd/sleep/output");
+    assert!(output.ends_with("^C"), "{output:?}");
+    assert!(!output.contains("after"), "{output:?}");
 }
 
 #[test]
