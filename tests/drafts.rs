@@ -219,7 +219,7 @@ fn write_then_read_never_misses() {
                     let want = if i % 7 == 0 {
                         "completed\n"
                     } else {
-                        "error    \n"
+                        "error\n"
                     };
                     assert_eq!(got, want, "{name}");
                 }

@@ -121,7 +121,7 @@ fn a_page_reads_whole_as_rendered_at_open() {
     // below is rendered while it runs, however late that close arrives.
     assert!(mount.p("cmd/changing").is_dir());
     let mut page = std::fs::File::open(mount.p("cmd/index.md")).unwrap();
-    assert_eq!(mount.wait("changing"), "error    \n");
+    assert_eq!(mount.wait("changing"), "error\n");
     let mut text = String::new();
     page.read_to_string(&mut text).unwrap();
     assert!(

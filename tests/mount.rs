@@ -99,7 +99,12 @@ fn logs_ready_and_shuts_down_cleanly_on_sigterm_and_sigint() {
             .recv_timeout(Duration::from_secs(5))
             .expect("a parked wait was left hanging")
             .expect("a parked wait is answered, not failed");
-        assert_eq!(answer.len(), 10, "{:?}", String::from_utf8_lossy(&answer));
+        // Stopped by the shutdown, or answered as if timed out just before that.
+        assert!(
+            [&b"error\n"[..], b"running\n"].contains(&answer.as_slice()),
+            "{:?}",
+            String::from_utf8_lossy(&answer)
+        );
     }
 }
 

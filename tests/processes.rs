@@ -51,9 +51,9 @@ fn exit_codes_signals_and_a_shell_that_cannot_start() {
     let mount = Mount::start();
     assert_eq!(mount.run("zero", "true"), "completed\n");
     assert_eq!(mount.read("cmd/zero/exitcode"), "0\n");
-    assert_eq!(mount.run("seven", "exit 7"), "error    \n");
+    assert_eq!(mount.run("seven", "exit 7"), "error\n");
     assert_eq!(mount.read("cmd/seven/exitcode"), "7\n");
-    assert_eq!(mount.run("killed", "kill -9 $$"), "error    \n");
+    assert_eq!(mount.run("killed", "kill -9 $$"), "error\n");
     assert_eq!(mount.read("cmd/killed/exitcode"), "137\n");
     let result: serde_json::Value =
         serde_json::from_str(&mount.read("cmd/killed/result.json")).unwrap();
@@ -61,7 +61,7 @@ fn exit_codes_signals_and_a_shell_that_cannot_start() {
     assert_eq!(result["exitcode"], 137);
 
     let broken = Mount::with_args(&["--shell", "/nonexistent/shell"]);
-    assert_eq!(broken.run("nope", "echo hi"), "error    \n");
+    assert_eq!(broken.run("nope", "echo hi"), "error\n");
     assert_eq!(broken.read("cmd/nope/exitcode"), "-1\n");
     let stderr = broken.read("cmd/nope/stderr");
     assert!(
@@ -84,7 +84,7 @@ fn pid_and_kill_exist_only_while_running() {
     );
     assert!(!mount.p("cmd/victim/exitcode").exists());
     mount.ok("echo stop > \"$M/cmd/victim/kill\"");
-    assert_eq!(mount.wait("victim"), "error    \n");
+    assert_eq!(mount.wait("victim"), "error\n");
     assert!(!mount.p("cmd/victim/pid").exists());
     assert!(!mount.p("cmd/victim/kill").exists());
     assert_eq!(
@@ -118,7 +118,7 @@ fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
         .starts_with("ready")));
     let started = Instant::now();
     mount.ok("echo x > \"$M/cmd/stubborn/kill\"");
-    assert_eq!(mount.wait("stubborn"), "error    \n");
+    assert_eq!(mount.wait("stubborn"), "error\n");
     assert!(
         started.elapsed() >= Duration::from_millis(900),
         "{:?}",

@@ -73,12 +73,12 @@ fn binary_output_is_byte_exact() {
 }
 
 #[test]
-fn wait_answers_ten_bytes_and_times_out() {
+fn wait_answers_the_status_word_and_times_out() {
     let mount = Mount::with_args(&["--wait-timeout", "1s"]);
     std::fs::write(mount.p("ctl/slow"), "sleep 4").unwrap();
     let started = Instant::now();
     let answer = std::fs::read(mount.p("cmd/slow/wait")).unwrap();
-    assert_eq!(answer, b"running  \n");
+    assert_eq!(answer, b"running\n");
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
@@ -94,6 +94,27 @@ fn wait_answers_ten_bytes_and_times_out() {
         );
     }
     assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn a_shell_loop_on_the_wait_word_waits_through_timeouts() {
+    let mount = Mount::with_args(&["--wait-timeout", "1s"]);
+    // The loop an agent writes: it must not end while the command runs, even though
+    // each read of `wait` times out (three times here) and answers `running`.
+    let out = mount.ok(
+        "echo 'sleep 3; echo done' > $M/ctl/slow
+         n=0
+         while [ \"$(cat $M/cmd/slow/wait)\" = running ]; do n=$((n+1)); done
+         cat $M/cmd/slow/status $M/cmd/slow/stdout
+         [ $n -ge 1 ] && echo timed-out-at-least-once",
+    );
+    assert_eq!(out, "completed\ndone\ntimed-out-at-least-once\n");
+    // A reader taking one byte at a time gets the whole word, then end-of-file.
+    let out = mount.ok(
+        "echo 'exit 4' > $M/ctl/four; dd if=$M/cmd/four/wait bs=1 2>/dev/null; \
+         dd if=$M/cmd/four/wait bs=3 2>/dev/null",
+    );
+    assert_eq!(out, "error\nerror\n");
 }
 
 // Linux only: it watches the reader through /proc.
@@ -121,7 +142,7 @@ fn a_parked_wait_delays_nothing_else() {
             .recv_timeout(Duration::from_secs(10))
             .expect("a parked wait is answered once the command stops")
             .unwrap();
-        assert_eq!(answer, b"error    \n");
+        assert_eq!(answer, b"error\n");
     }
 }
 

@@ -37,7 +37,7 @@ fn a_minute_of_yes_keeps_memory_bounded_and_is_never_blocked() {
     }
     assert_eq!(
         mount.wait("yes"),
-        "error    \n",
+        "error\n",
         "timeout ends yes with 124"
     );
     assert_eq!(mount.read("cmd/yes/exitcode"), "124\n");

@@ -258,7 +258,7 @@ fn kill_and_rm_r_reach_descendants_that_left_the_group() {
     }
 
     mount.ok("echo stop > \"$M/cmd/killed/kill\"");
-    assert_eq!(mount.wait("killed"), "error    \n");
+    assert_eq!(mount.wait("killed"), "error\n");
     assert_eq!(
         mount.read("cmd/killed/exitcode"),
         "143\n",
@@ -329,7 +329,7 @@ fn sigterm_first_and_sigkill_after_the_grace() {
     mount.ok("for c in tidy deaf count1 count2 count3; do echo x > \"$M/cmd/$c/kill\"; done");
 
     // The trap ran on SIGTERM and chose its own exit code.
-    assert_eq!(mount.wait("tidy"), "error    \n");
+    assert_eq!(mount.wait("tidy"), "error\n");
     assert_eq!(mount.read("cmd/tidy/stdout"), "ready\ncleanup\n");
     assert_eq!(mount.read("cmd/tidy/exitcode"), "3\n");
     let tidy = result(&mount, "tidy");
@@ -337,7 +337,7 @@ fn sigterm_first_and_sigkill_after_the_grace() {
     assert_eq!(tidy["killed"], true);
 
     // Ignoring SIGTERM buys the grace period, then SIGKILL.
-    assert_eq!(mount.wait("deaf"), "error    \n");
+    assert_eq!(mount.wait("deaf"), "error\n");
     assert!(
         started.elapsed() >= Duration::from_millis(900),
         "{:?}",
@@ -351,7 +351,7 @@ fn sigterm_first_and_sigkill_after_the_grace() {
 
     // One SIGTERM, then SIGKILL after the grace.
     for name in counters {
-        assert_eq!(mount.wait(name), "error    \n");
+        assert_eq!(mount.wait(name), "error\n");
         assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "137\n");
         assert_eq!(
             mount.read(&format!("cmd/{name}/stdout")),
@@ -395,7 +395,7 @@ fn time_limits_from_the_flag_and_from_directives() {
     assert!(!mount.p("cmd/quick/reason").exists());
 
     // The flag's limit: SIGTERM after 2 s.
-    assert_eq!(mount.wait("slow"), "error    \n");
+    assert_eq!(mount.wait("slow"), "error\n");
     let elapsed = started.elapsed();
     assert!(
         elapsed >= Duration::from_millis(1900) && elapsed < Duration::from_secs(20),
@@ -414,7 +414,7 @@ fn time_limits_from_the_flag_and_from_directives() {
 
     // The directive's limit, on a command that ignores SIGTERM: KILL after the grace,
     // and its setsid'd descendant goes too.
-    assert_eq!(mount.wait("stubborn"), "error    \n");
+    assert_eq!(mount.wait("stubborn"), "error\n");
     assert_eq!(mount.read("cmd/stubborn/exitcode"), "137\n");
     let reason = mount.read("cmd/stubborn/reason");
     assert!(
@@ -472,7 +472,7 @@ fn a_memory_directive_limits_what_a_command_may_allocate() {
     .unwrap();
     std::fs::write(mount.p("ctl/free"), big).unwrap();
 
-    assert_eq!(mount.wait("greedy"), "error    \n");
+    assert_eq!(mount.wait("greedy"), "error\n");
     let stderr = mount.read("cmd/greedy/stderr");
     assert!(stderr.contains("MemoryError"), "{stderr}");
     let reason = mount.read("cmd/greedy/reason");
@@ -704,7 +704,7 @@ fn a_gigabyte_of_output_is_counted_dropped_and_does_not_stall_the_mount() {
 fn a_missing_shell_fails_the_command_at_once() {
     let mut mount = Mount::with_args(&["--shell", "/nonexistent"]);
     let asked = Instant::now();
-    assert_eq!(mount.run("nope", "echo hi"), "error    \n");
+    assert_eq!(mount.run("nope", "echo hi"), "error\n");
     assert!(
         asked.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -746,7 +746,7 @@ fn a_cwd_that_vanished_fails_the_command_with_a_reason() {
     let mount = Mount::with_args(&["--cwd", cwd.to_str().unwrap()]);
     assert_eq!(mount.run("here", "pwd"), "completed\n");
     std::fs::remove_dir(&cwd).unwrap();
-    assert_eq!(mount.run("gone", "pwd"), "error    \n");
+    assert_eq!(mount.run("gone", "pwd"), "error\n");
     assert_eq!(mount.read("cmd/gone/exitcode"), "-1\n");
     let stderr = mount.read("cmd/gone/stderr");
     assert!(stderr.contains(&cwd.display().to_string()), "{stderr}");
@@ -822,7 +822,7 @@ fn an_inherited_ignored_sigchld_does_not_lose_exit_statuses() {
     );
     std::fs::write(mount.p("ctl/hello"), "echo hello; exit 5").unwrap();
     let stopped = wait_until(Duration::from_secs(10), || {
-        mount.read("cmd/hello/wait") != "running  \n"
+        mount.read("cmd/hello/wait") != "running\n"
     });
     assert!(stopped, "status: {}", mount.read("cmd/hello/status"));
     assert_eq!(mount.read("cmd/hello/exitcode"), "5\n");
@@ -872,7 +872,7 @@ fn a_thousand_commands_leave_no_zombie_descriptor_or_thread() {
         }
         for (i, name) in names.iter().enumerate() {
             let expected = if i % 10 >= 8 {
-                "error    \n"
+                "error\n"
             } else {
                 "completed\n"
             };
@@ -948,7 +948,12 @@ fn driver_sigterm_stops_everything_answers_reads_and_unmounts() {
         .recv_timeout(Duration::from_secs(5))
         .unwrap()
         .unwrap();
-    assert_eq!(answer.len(), 10, "{:?}", String::from_utf8_lossy(&answer));
+    // Stopped by the shutdown, or answered as if timed out just before that.
+    assert!(
+        [&b"error\n"[..], b"running\n"].contains(&answer.as_slice()),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
     let followed = following
         .recv_timeout(Duration::from_secs(5))
         .unwrap()

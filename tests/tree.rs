@@ -40,7 +40,7 @@ fn listings_show_state() {
     );
     assert_eq!(mount.read("cmd/sleeper/status"), "running\n");
 
-    assert_eq!(mount.run("done", "exit 3"), "error    \n");
+    assert_eq!(mount.run("done", "exit 3"), "error\n");
     assert_eq!(
         ls(&mount, "cmd/done"),
         [

@@ -255,7 +255,10 @@ impl Tree {
                         stream: Stream::Output,
                         view: View::fresh(job, Stream::Output),
                     },
-                    (Run::Job(job), How::Wait) => Body::Wait { job: job.clone() },
+                    (Run::Job(job), How::Wait) => Body::Wait {
+                        job: job.clone(),
+                        answer: None,
+                    },
                     (Run::Job(job), How::Kill) => Body::Kill { job: job.clone() },
                     (Run::Job(job), How::Input) => Body::Input {
                         job: job.clone(),
@@ -316,7 +319,18 @@ impl Tree {
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
+        if let Some(Body::Wait { job, answer }) = state.handles.get_mut(&fh).map(|h| &mut h.body)
+        {
+            let said = match answer {
+                Some(said) => *said,
+                None => match job.outcome() {
+                    None => return Ok(Read::Pending { job: job.id() }),
+                    outcome => *answer.insert(pages::wait_answer(outcome)),
+                },
+            };
+            return Ok(Read::Data(slice_at(said, offset, size as usize)));
+        }
         let handle = state
             .handles
             .get(&fh)
@@ -345,28 +359,24 @@ impl Tree {
                 Some(Entry::Draft(draft)) => Read::Data(slice_at(&draft.text, offset, size)),
                 _ => Read::Data(Vec::new()),
             },
-            Body::Wait { job } => {
-                if offset >= 10 {
-                    return Ok(Read::Data(Vec::new()));
-                }
-                match job.outcome() {
-                    None => Read::Pending { job: job.id() },
-                    outcome => Read::Data(slice_at(pages::wait_answer(outcome), offset, size)),
-                }
+            Body::Growing { .. } | Body::Follow { .. } | Body::Wait { .. } => {
+                unreachable!("answered above")
             }
-            Body::Growing { .. } | Body::Follow { .. } => unreachable!("answered above"),
             Body::Kill { .. } | Body::Input { .. } | Body::Keys { .. } | Body::Listing(_) => {
                 return Err(Error::new(libc::EBADF, "this file is not read"))
             }
         })
     }
 
-    /// What a parked read answers once `--wait-timeout` has passed: `running  \n`
+    /// What a parked read answers once `--wait-timeout` has passed: `running\n`
     /// for `wait`, end-of-file for `follow`.
     pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
-        let state = self.state.lock();
-        match state.handles.get(&fh).map(|h| &h.body) {
-            Some(Body::Wait { .. }) => slice_at(pages::wait_answer(None), offset, size as usize),
+        let mut state = self.state.lock();
+        match state.handles.get_mut(&fh).map(|h| &mut h.body) {
+            Some(Body::Wait { answer, .. }) => {
+                let said = *answer.get_or_insert(pages::wait_answer(None));
+                slice_at(said, offset, size as usize)
+            }
             _ => Vec::new(),
         }
     }

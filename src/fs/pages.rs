@@ -337,12 +337,13 @@ pub fn skill(site: &Site) -> String {
     )
 }
 
-/// The 10-byte answer of `wait`.
-pub fn wait_answer(stopped: Option<bool>) -> &'static [u8; 10] {
+/// The answer of `wait`: the word `status` shows, so `[ "$(cat wait)" = running ]`
+/// means what it says.
+pub fn wait_answer(stopped: Option<bool>) -> &'static [u8] {
     match stopped {
-        None => b"running  \n",
+        None => b"running\n",
         Some(true) => b"completed\n",
-        Some(false) => b"error    \n",
+        Some(false) => b"error\n",
     }
 }
 
@@ -498,13 +499,9 @@ mod tests {
     }
 
     #[test]
-    fn wait_answers_are_ten_bytes() {
-        for answer in [
-            wait_answer(None),
-            wait_answer(Some(true)),
-            wait_answer(Some(false)),
-        ] {
-            assert_eq!(answer.len(), 10);
-        }
+    fn wait_answers_are_the_status_words() {
+        assert_eq!(wait_answer(None), b"running\n");
+        assert_eq!(wait_answer(Some(true)), b"completed\n");
+        assert_eq!(wait_answer(Some(false)), b"error\n");
     }
 }

@@ -40,7 +40,7 @@ pub(super) enum How {
     Stream(Stream),
     /// The interleaved output from now on, blocking at the end while the job runs.
     Follow,
-    /// Blocks until the job stops, then a 10-byte answer.
+    /// Blocks until the job stops, then answers with its status word.
     Wait,
     /// Written to stop the job.
     Kill,

@@ -184,8 +184,11 @@ pub(super) enum Body {
         stream: Stream,
         view: View,
     },
+    /// `answer` is what this handle said, once it said something, so a reader that
+    /// reads again (at the end, or in small pieces) gets the rest of the same word.
     Wait {
         job: Arc<Job>,
+        answer: Option<&'static [u8]>,
     },
     Kill {
         job: Arc<Job>,

@@ -218,7 +218,7 @@ impl Mount {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let answer = self.read(&format!("cmd/{name}/wait"));
-            if answer != "running  \n" || Instant::now() > deadline {
+            if answer != "running\n" || Instant::now() > deadline {
                 return answer;
             }
         }
