@@ -216,14 +216,61 @@ fn write_then_read_never_misses() {
                     std::fs::write(mount.p(&format!("ctl/{name}")), text).unwrap();
                     let got = std::fs::read_to_string(mount.p(&format!("cmd/{name}/wait")))
                         .unwrap_or_else(|e| panic!("{name}: {e}"));
-                    let want = if i % 7 == 0 {
-                        "completed\n"
-                    } else {
-                        "error\n"
-                    };
+                    let want = if i % 7 == 0 { "completed\n" } else { "error\n" };
                     assert_eq!(got, want, "{name}");
                 }
             });
         }
     });
+}
+
+#[test]
+fn a_bad_directive_fails_the_write_that_completes_its_line() {
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    let mount = Mount::start();
+    // A shell ignores errors of the close: the redirect must fail at the write.
+    let out = mount.sh("echo '#terminalfs cwd=x' > $M/ctl/echoed; echo \"rc=$?\"
+         cat > $M/ctl/heredoc <<'EOF'
+#terminalfs timeout=10x
+touch ran-heredoc
+EOF
+         echo \"rc=$?\"");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stdout, "rc=1\nrc=1\n", "{stderr}");
+    assert_eq!(
+        stderr.matches("Operation not permitted").count(),
+        2,
+        "{stderr}"
+    );
+    for (name, needle) in [("echoed", "'cwd'"), ("heredoc", "timeout=10x")] {
+        assert_eq!(mount.read(&format!("cmd/{name}/status")), "denied\n");
+        let reason = mount.read(&format!("cmd/{name}/reason"));
+        assert!(reason.contains(needle), "{name}: {reason}");
+    }
+    assert!(!mount.dir.path().join("ran-heredoc").exists());
+
+    // A line is judged once it is complete: a good one split across writes passes,
+    // and of two lines only the write that completes the bad one fails.
+    let mut file = std::fs::File::create(mount.p("ctl/split")).unwrap();
+    file.write_all(b"#terminalfs time").unwrap();
+    file.write_all(b"out=1m\n#terminalfs keep=1h\n").unwrap();
+    let refused = file.write_all(b"#terminalfs colour=red\n").unwrap_err();
+    assert_eq!(refused.raw_os_error(), Some(libc::EPERM));
+    drop(file);
+    let reason = mount.read("cmd/split/reason");
+    assert!(reason.contains("colour"), "{reason}");
+
+    // Without a newline at the end, the close judges the last line.
+    let mut file = std::fs::File::create(mount.p("ctl/unended")).unwrap();
+    file.write_all(b"#terminalfs memory=lots").unwrap();
+    // SAFETY: the descriptor was just taken from the file and is closed once, here.
+    let closed = unsafe { libc::close(file.into_raw_fd()) };
+    assert_eq!(closed, -1);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EPERM)
+    );
+    assert_eq!(mount.read("cmd/unended/status"), "denied\n");
 }

@@ -25,6 +25,35 @@ enum Check {
 /// Writes check up to the last blank and, past this size, only every this much growth.
 const CHECK_STEP: usize = 64 * 1024;
 
+/// The leading lines of a command where `#terminalfs` lines may stand (comments and
+/// blank lines, up to the first other line), and only those ended by a newline unless
+/// `to_the_end`: the lines a directive check can judge now.
+fn directive_lines(text: &[u8], to_the_end: bool) -> &[u8] {
+    let mut end = 0;
+    for line in text.split_inclusive(|&byte| byte == b'\n') {
+        if !line.ends_with(b"\n") && !to_the_end {
+            break;
+        }
+        let trimmed = line.trim_ascii();
+        if !(trimmed.is_empty() || trimmed.starts_with(b"#")) {
+            break;
+        }
+        end += line.len();
+    }
+    &text[..end]
+}
+
+/// A bad `#terminalfs` line refuses the write that completes it: a shell ignores
+/// errors of the close, so `echo '#terminalfs x=1' > ctl/a` must see it at the write.
+/// A close (`to_the_end`) also judges a last line with no newline. Cheap: only the
+/// leading comment lines are read.
+fn directive_refusal(text: &[u8], to_the_end: bool) -> Option<Refusal> {
+    let head = directive_lines(text, to_the_end);
+    parse_directives(&String::from_utf8_lossy(head))
+        .err()
+        .map(|reason| Refusal::plain(format!("refused: {reason}")))
+}
+
 /// A draft's attributes: writable and empty-looking while it can be written (so the
 /// kernel's append offset stays 0), read-only with its text once decided or refused.
 pub(super) fn draft_attr(id: u64, draft: &Draft) -> Attr {
@@ -227,6 +256,11 @@ impl Tree {
                 }
                 Ok(()) => {}
             }
+            if let Some(refusal) = directive_refusal(&draft.text, false) {
+                let error = Error::new(libc::EPERM, refusal.reason.clone());
+                refuse(draft, refusal);
+                return Err(error);
+            }
             let len = draft.text.len();
             let Stage::Writing { checked_len, .. } = &mut draft.stage else {
                 return Ok(written);
@@ -312,6 +346,9 @@ impl Tree {
     fn verdict(&self, text: &[u8], check: Check) -> Option<Refusal> {
         if let Err(refusal) = quick_refusal(text) {
             return refusal;
+        }
+        if let Some(refusal) = directive_refusal(text, matches!(check, Check::Close)) {
+            return Some(refusal);
         }
         let verdict = match check {
             Check::Write => self.policy.check_partial(text),
