@@ -114,6 +114,21 @@ pub struct Cli {
     /// (`terminalfs --man | gzip > ~/.local/share/man/man1/terminalfs.1.gz`)
     #[arg(long)]
     pub man: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+}
+
+/// What to do instead of mounting.
+#[derive(Debug, clap::Subcommand)]
+pub enum Subcommand {
+    /// Exercise a live mount the way its users do (run, wait, output order, follow,
+    /// kill, refusals, the index, expiry), print one line per check; exit 1 if any fails
+    Selftest {
+        /// The mount to test [default: --path, else ~/mnt/terminalfs]
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+    },
 }
 
 /// The completion script for `shell`, generated from the definition above.

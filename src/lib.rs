@@ -9,6 +9,7 @@ pub(crate) mod fs;
 pub(crate) mod fuse;
 pub(crate) mod log;
 pub mod policy;
+pub mod selftest;
 pub(crate) mod spool;
 pub(crate) mod supervisor;
 pub(crate) mod time;

@@ -4,7 +4,7 @@ use clap::Parser;
 use std::io::Write;
 use terminalfs::cli::{self, Cli};
 use terminalfs::config::{absolute, default_mount_path, Config};
-use terminalfs::{app, policy};
+use terminalfs::{app, policy, selftest};
 
 fn main() {
     let cli = Cli::parse();
@@ -39,6 +39,24 @@ fn run(cli: &Cli) -> Result<(), String> {
             "terminalfs: wrote the default settings to {}",
             path.display()
         );
+        return Ok(());
+    }
+    if let Some(cli::Subcommand::Selftest { path }) = &cli.command {
+        let path = absolute(
+            &path
+                .clone()
+                .or_else(|| cli.path.clone())
+                .unwrap_or_else(default_mount_path),
+        );
+        let tally = selftest::run_all(&path, &mut std::io::stdout().lock())
+            .map_err(|e| format!("cannot write to standard output: {e}"))?;
+        if tally.failed > 0 {
+            return Err(format!(
+                "selftest: {} of {} checks failed",
+                tally.failed,
+                tally.failed + tally.passed
+            ));
+        }
         return Ok(());
     }
     if cli.unmount {

@@ -147,6 +147,7 @@ fn help_shows_the_packaging_flags_and_the_default_paths() {
         "--wait-timeout",
         "--man",
         "--completions",
+        "selftest",
         "~/.config/terminalfs/settings.json",
         "~/.local/state/terminalfs/audit.jsonl",
     ] {

@@ -101,13 +101,11 @@ fn a_shell_loop_on_the_wait_word_waits_through_timeouts() {
     let mount = Mount::with_args(&["--wait-timeout", "1s"]);
     // The loop an agent writes: it must not end while the command runs, even though
     // each read of `wait` times out (three times here) and answers `running`.
-    let out = mount.ok(
-        "echo 'sleep 3; echo done' > $M/ctl/slow
+    let out = mount.ok("echo 'sleep 3; echo done' > $M/ctl/slow
          n=0
          while [ \"$(cat $M/cmd/slow/wait)\" = running ]; do n=$((n+1)); done
          cat $M/cmd/slow/status $M/cmd/slow/stdout
-         [ $n -ge 1 ] && echo timed-out-at-least-once",
-    );
+         [ $n -ge 1 ] && echo timed-out-at-least-once");
     assert_eq!(out, "completed\ndone\ntimed-out-at-least-once\n");
     // A reader taking one byte at a time gets the whole word, then end-of-file.
     let out = mount.ok(

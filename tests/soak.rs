@@ -35,11 +35,7 @@ fn a_minute_of_yes_keeps_memory_bounded_and_is_never_blocked() {
         samples.push(bytes - last_bytes);
         last_bytes = bytes;
     }
-    assert_eq!(
-        mount.wait("yes"),
-        "error\n",
-        "timeout ends yes with 124"
-    );
+    assert_eq!(mount.wait("yes"), "error\n", "timeout ends yes with 124");
     assert_eq!(mount.read("cmd/yes/exitcode"), "124\n");
     let total = stdout_bytes(&mount);
     println!(

@@ -15,6 +15,7 @@ mod output;
 mod packaging;
 mod processes;
 mod reading;
+mod selftest;
 mod spool;
 mod supervision;
 mod tree;

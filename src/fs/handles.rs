@@ -320,8 +320,7 @@ impl Tree {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
         let mut state = self.state.lock();
-        if let Some(Body::Wait { job, answer }) = state.handles.get_mut(&fh).map(|h| &mut h.body)
-        {
+        if let Some(Body::Wait { job, answer }) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
             let said = match answer {
                 Some(said) => *said,
                 None => match job.outcome() {
