@@ -250,11 +250,15 @@ mod tests {
     /// A non-blocking pipe: (read end, write end).
     fn pipe() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors into a valid array.
-        assert_eq!(
-            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) },
-            0
-        );
+        // SAFETY: pipe fills two descriptors into a valid array (pipe2 is not on macOS).
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        for fd in fds {
+            // SAFETY: setting flags on descriptors we own.
+            unsafe {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+            }
+        }
         // SAFETY: both descriptors are new and owned by nobody else.
         unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     }

@@ -45,7 +45,8 @@ impl Pty {
     pub fn open(size: TerminalSize) -> std::io::Result<Pty> {
         let mut master: RawFd = -1;
         let mut slave: RawFd = -1;
-        let window = winsize(size);
+        // macOS's openpty takes the size through a mutable pointer.
+        let mut window = winsize(size);
         // SAFETY: out-pointers to two descriptors and a winsize that outlive the call;
         // no name buffer and default terminal settings.
         check(unsafe {
@@ -54,7 +55,7 @@ impl Pty {
                 &mut slave,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
-                &window,
+                &raw mut window,
             )
         })?;
         // SAFETY: openpty succeeded, so both are new descriptors owned by nobody else.
