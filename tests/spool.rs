@@ -43,7 +43,7 @@ fn check_commands(mount: &Mount) {
         "the driver stopped while it ran\n"
     );
     assert_eq!(mount.read("cmd/long/stdout"), "started\n");
-    assert_eq!(mount.read("cmd/long/wait"), "error    \n");
+    assert_eq!(mount.read("cmd/long/wait"), "error\n");
     // Names stay taken.
     let taken = std::fs::write(mount.p("ctl/done"), "echo again");
     assert_eq!(
@@ -56,7 +56,7 @@ fn check_commands(mount: &Mount) {
 fn make_commands(mount: &Mount) {
     assert_eq!(
         mount.run("done", "echo out 1; echo err >&2; echo out 2; exit 3"),
-        "error    \n"
+        "error\n"
     );
     assert_eq!(mount.run("ok", "echo fine"), "completed\n");
     assert!(std::fs::write(mount.p("ctl/nope"), "sudo true").is_err());
