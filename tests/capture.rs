@@ -248,7 +248,7 @@ fn fast_output_leaves_other_processes_their_signals_and_timers() {
         );
     }
     std::fs::write(mount.p("cmd/loud/kill"), "TERM").unwrap();
-    assert_eq!(mount.wait("loud"), "error    \n");
+    assert_eq!(mount.wait("loud"), "error\n");
 }
 
 #[test]
@@ -303,7 +303,7 @@ fn commands_get_every_signal_disposition_default() {
     unsafe {
         libc::kill(pid.unwrap() as i32, libc::SIGINT);
     }
-    assert_eq!(mount.wait("sleeper"), "error    \n");
+    assert_eq!(mount.wait("sleeper"), "error\n");
     let result: serde_json::Value =
         serde_json::from_str(&mount.read("cmd/sleeper/result.json")).unwrap();
     assert_eq!(result["signal"], 2, "{result}");
