@@ -539,7 +539,7 @@ fn limits_and_containment_hold_on_a_terminal() {
     let mount = Mount::start();
     assert_eq!(
         mount.run("slow", "#terminalfs tty timeout=1s\necho begun; sleep 1000"),
-        "error    \n"
+        "error\n"
     );
     let reason = mount.read("cmd/slow/reason");
     assert!(reason.contains("timed out"), "{reason}");
