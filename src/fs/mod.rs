@@ -403,3 +403,8 @@ impl Tree {
         }
     }
 }
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod tests;

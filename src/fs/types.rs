@@ -99,6 +99,7 @@ pub struct Opened {
     pub direct_io: bool,
 }
 
+#[derive(Debug)]
 pub enum Read {
     Data(Vec<u8>),
     /// Nothing to say yet; ask again when job `job` has news.
@@ -108,6 +109,7 @@ pub enum Read {
 }
 
 /// What a write did.
+#[derive(Debug)]
 pub enum Write {
     /// Took this many bytes.
     Done(u32),
@@ -116,6 +118,7 @@ pub enum Write {
     Pending { job: u64 },
 }
 
+#[derive(Debug)]
 pub enum Lookup {
     Found(Attr),
     /// Not known yet; ask again after the tree reports a change.

@@ -23,6 +23,8 @@ pub mod terminal;
 mod timer;
 
 pub use input::{Input, InputError, Stdin};
+#[cfg(test)]
+pub(crate) use job::Exit;
 pub use job::{Job, JobSnapshot, Phase, Stream, StreamBytes};
 
 use crate::spool::Spool;

@@ -1,0 +1,868 @@
+//! The tree without a mount: every operation called as the FUSE adapter would call it,
+//! with a fake spawner that records what it was asked and lets a test finish its jobs.
+
+use super::names::{self, Slot};
+use super::*;
+use crate::spool::{prepare_dir, Spool, SpoolConfig};
+use crate::supervisor::{Exit, Job, SpawnRequest};
+use parking_lot::Mutex as TestMutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// A pid no process has: fake jobs are never signalled, but should a bug try, it
+/// reaches nobody.
+const NO_PID: i32 = i32::MAX;
+
+/// Starts nothing: each spawn is recorded and gets a job that "runs" until the test
+/// finishes it; each kill is recorded.
+pub(super) struct Fake {
+    spool: Arc<Spool>,
+    next: AtomicU64,
+    pub spawned: TestMutex<Vec<(SpawnRequest, Arc<Job>)>>,
+    pub kills: TestMutex<Vec<(u64, String)>>,
+    shell: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Fake {
+    fn new(dir: &Path) -> Fake {
+        let spool_dir = dir.join("spool");
+        prepare_dir(&spool_dir).expect("a fresh state directory");
+        let spool = Spool::open(
+            SpoolConfig {
+                dir: spool_dir,
+                max_output: 1 << 16,
+                max_spool: 1 << 24,
+            },
+            |_| {},
+        )
+        .expect("the spool opens");
+        Fake {
+            spool,
+            next: AtomicU64::new(1),
+            spawned: TestMutex::new(Vec::new()),
+            kills: TestMutex::new(Vec::new()),
+            shell: PathBuf::from("/bin/sh"),
+            cwd: dir.to_path_buf(),
+        }
+    }
+
+    /// The job spawned for `name`.
+    pub fn job(&self, name: &str) -> Arc<Job> {
+        self.spawned
+            .lock()
+            .iter()
+            .find(|(request, _)| request.name == name)
+            .map(|(_, job)| job.clone())
+            .unwrap_or_else(|| panic!("{name} was never spawned"))
+    }
+
+    pub fn spawns(&self) -> usize {
+        self.spawned.lock().len()
+    }
+
+    /// Writes `bytes` to the job's stdout, as the pump would.
+    pub fn print(&self, name: &str, bytes: &[u8]) {
+        self.job(name)
+            .append(crate::supervisor::Stream::Stdout, bytes);
+    }
+
+    /// The job's shell exits with `code` and its pipes close.
+    pub fn finish(&self, name: &str, code: i32) {
+        let job = self.job(name);
+        job.pipe_closed();
+        job.pipe_closed();
+        job.mark_exited(Exit {
+            code,
+            signal: None,
+            user_ms: 0,
+            sys_ms: 0,
+            max_rss_kib: 0,
+        });
+    }
+}
+
+impl Spawner for Fake {
+    fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let capture = self.spool.capture(&request.name, &request.text);
+        let job = Arc::new(Job::new(
+            id,
+            capture,
+            Duration::from_secs(1),
+            None,
+            "fake".to_string(),
+            None,
+            None,
+        ));
+        job.mark_started(NO_PID, SystemTime::now(), Instant::now());
+        self.spawned.lock().push((request, job.clone()));
+        job
+    }
+
+    fn kill(&self, job: &Arc<Job>, why: &str) {
+        self.kills.lock().push((job.id(), why.to_string()));
+    }
+
+    fn shell(&self) -> &Path {
+        &self.shell
+    }
+
+    fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+pub(super) struct Rig {
+    pub tree: Tree,
+    pub fake: Arc<Fake>,
+    _dir: tempfile::TempDir,
+}
+
+const W: OpenMode = OpenMode {
+    write: true,
+    append: false,
+};
+const R: OpenMode = OpenMode {
+    write: false,
+    append: false,
+};
+
+impl Rig {
+    pub fn new() -> Rig {
+        Rig::with(Duration::from_secs(3600), Duration::from_secs(3600))
+    }
+
+    /// A tree whose drafts settle for `settle` and whose commands are kept `keep`.
+    pub fn with(settle: Duration, keep: Duration) -> Rig {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let settings = dir.path().join("settings.json");
+        std::fs::write(&settings, r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#)
+            .expect("settings written");
+        let policy = Policy::load(&settings, false).expect("settings load");
+        let fake = Arc::new(Fake::new(dir.path()));
+        let tree = Tree::new(
+            TreeConfig {
+                mount: None,
+                settle,
+                keep,
+                wait_timeout: Duration::from_secs(10),
+                timeout: None,
+                uid: 0,
+                gid: 0,
+            },
+            fake.clone(),
+            Arc::new(policy),
+            None,
+        );
+        Rig {
+            tree,
+            fake,
+            _dir: dir,
+        }
+    }
+
+    /// Opens `ctl/<name>` for writing, creating it.
+    pub fn create(&self, name: &str) -> FsResult<u64> {
+        self.tree
+            .create(names::CTL, name.as_bytes(), W)
+            .map(|(_, opened)| opened.fh)
+    }
+
+    pub fn write(&self, fh: u64, offset: u64, text: &str) -> FsResult<u32> {
+        match self.tree.write(fh, offset, text.as_bytes())? {
+            Write::Done(n) => Ok(n),
+            Write::Pending { .. } => panic!("a draft write never waits"),
+        }
+    }
+
+    /// `echo text > ctl/<name>`: create, write, close (flush, then release).
+    pub fn submit(&self, name: &str, text: &str) -> FsResult<()> {
+        let fh = self.create(name)?;
+        let written = self.write(fh, 0, text).map(|_| ());
+        let flushed = self.tree.flush(fh);
+        self.tree.release(fh);
+        written.and(flushed)
+    }
+
+    pub fn lookup(&self, parent: u64, name: &str) -> FsResult<Lookup> {
+        self.tree.lookup(parent, name.as_bytes())
+    }
+
+    /// The attributes a lookup finds now; panics when it would wait.
+    pub fn found(&self, parent: u64, name: &str) -> FsResult<Attr> {
+        match self.lookup(parent, name)? {
+            Lookup::Found(attr) => Ok(attr),
+            Lookup::Later(later) => panic!("lookup of {name} waits ({later:?})"),
+        }
+    }
+
+    /// `cmd/<name>` once its spawn is done: starts what is queued first.
+    pub fn command(&self, name: &str) -> u64 {
+        if let Ok(Lookup::Later(Later::Start)) = self.lookup(names::CMD, name) {
+            self.tree.start_pending();
+        }
+        self.found(names::CMD, name)
+            .unwrap_or_else(|e| panic!("cmd/{name}: {e}"))
+            .ino
+    }
+
+    /// `echo text > ctl/<name>` and wait until it runs.
+    pub fn run(&self, name: &str, text: &str) -> u64 {
+        self.submit(name, text).expect("the command is taken");
+        self.command(name)
+    }
+
+    pub fn ls(&self, dir: u64) -> Vec<String> {
+        let fh = self.tree.opendir(dir).expect("opendir");
+        let names = self
+            .tree
+            .readdir(fh, 2)
+            .expect("readdir")
+            .into_iter()
+            .map(|(_, _, name)| name)
+            .collect();
+        self.tree.releasedir(fh);
+        names
+    }
+
+    /// Reads a whole file; None when a read would wait.
+    pub fn cat(&self, ino: u64) -> FsResult<Option<String>> {
+        let fh = self.tree.open(ino, R)?.fh;
+        let mut text = Vec::new();
+        let result = loop {
+            match self.tree.read(fh, text.len() as u64, 4096) {
+                Ok(Read::Data(bytes)) if bytes.is_empty() => break Ok(Some(())),
+                Ok(Read::Data(bytes)) => text.extend_from_slice(&bytes),
+                Ok(Read::Pending { .. }) => break Ok(None),
+                Err(e) => break Err(e),
+            }
+        };
+        self.tree.release(fh);
+        result.map(|done| done.map(|()| String::from_utf8_lossy(&text).into_owned()))
+    }
+
+    /// A file under `cmd/<name>/`, read whole.
+    pub fn read(&self, name: &str, file: &str) -> String {
+        let dir = self.command(name);
+        let ino = self
+            .found(dir, file)
+            .unwrap_or_else(|e| panic!("cmd/{name}/{file}: {e}"))
+            .ino;
+        self.cat(ino)
+            .unwrap_or_else(|e| panic!("cmd/{name}/{file}: {e}"))
+            .unwrap_or_else(|| panic!("cmd/{name}/{file} waits"))
+    }
+
+    pub fn draft_attr(&self, name: &str) -> FsResult<Attr> {
+        self.found(names::CTL, name)
+    }
+}
+
+fn errno<T: std::fmt::Debug>(result: FsResult<T>) -> i32 {
+    let error = result.expect_err("the operation fails");
+    assert!(
+        !error.reason.is_empty(),
+        "errno {} without a reason",
+        error.errno
+    );
+    error.errno
+}
+
+// ----- drafts ----------------------------------------------------------------------
+
+#[test]
+fn a_new_draft_is_empty_and_writable() {
+    let rig = Rig::new();
+    let fh = rig.create("build").expect("created");
+    let attr = rig.draft_attr("build").expect("ctl/build exists");
+    assert_eq!((attr.size, attr.perm, attr.kind), (0, 0o600, Kind::File));
+    assert_eq!(rig.ls(names::CTL), ["index.md", "build"]);
+    rig.tree.release(fh);
+}
+
+#[test]
+fn names_are_checked_at_create() {
+    let rig = Rig::new();
+    assert_eq!(errno(rig.create("a b")), libc::EINVAL);
+    assert_eq!(errno(rig.create(".hidden")), libc::EINVAL);
+    assert_eq!(errno(rig.create("index.md")), libc::EEXIST);
+    let fh = rig.create("x").expect("created");
+    assert_eq!(errno(rig.create("x")), libc::EEXIST);
+    rig.tree.release(fh);
+}
+
+#[test]
+fn commands_are_created_only_in_ctl() {
+    let rig = Rig::new();
+    assert_eq!(errno(rig.tree.create(names::CMD, b"x", W)), libc::EACCES);
+    assert_eq!(errno(rig.tree.create(999, b"x", W)), libc::ENOENT);
+}
+
+#[test]
+fn the_last_close_decides_and_the_draft_can_no_longer_change() {
+    let rig = Rig::new();
+    rig.submit("x", "echo hi").expect("taken");
+    let attr = rig.draft_attr("x").expect("still in ctl/ while it settles");
+    assert_eq!((attr.size, attr.perm), (7, 0o400));
+    assert_eq!(errno(rig.tree.setattr(attr.ino, Some(0))), libc::EACCES);
+    assert_eq!(errno(rig.tree.open(attr.ino, W)), libc::EEXIST);
+    assert_eq!(errno(rig.tree.unlink(names::CTL, b"x")), libc::EBUSY);
+    assert_eq!(
+        rig.fake.spawns(),
+        0,
+        "nothing starts before the settle time"
+    );
+}
+
+#[test]
+fn writes_land_at_their_offset_and_appends_at_the_end() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    rig.write(fh, 0, "echo abc").expect("written");
+    rig.write(fh, 5, "xyz").expect("written");
+    rig.tree.release(fh);
+    let ino = rig.draft_attr("x").expect("draft").ino;
+    assert_eq!(rig.cat(ino).expect("read"), Some("echo xyz".to_string()));
+
+    let fh = rig
+        .tree
+        .create(
+            names::CTL,
+            b"y",
+            OpenMode {
+                write: true,
+                append: true,
+            },
+        )
+        .expect("created")
+        .1
+        .fh;
+    rig.write(fh, 0, "echo ").expect("written");
+    rig.write(fh, 0, "one")
+        .expect("an append ignores the offset");
+    rig.tree.release(fh);
+    let ino = rig.draft_attr("y").expect("draft").ino;
+    assert_eq!(rig.cat(ino).expect("read"), Some("echo one".to_string()));
+}
+
+#[test]
+fn a_truncation_empties_a_writable_draft() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    rig.write(fh, 0, "sudo rm").expect_err("refused");
+    let fh2 = rig.create("y").expect("created");
+    rig.write(fh2, 0, "echo long text").expect("written");
+    let ino = rig.draft_attr("y").expect("draft").ino;
+    rig.tree.setattr(ino, Some(0)).expect("truncated");
+    rig.write(fh2, 0, "echo b").expect("written");
+    rig.tree.release(fh2);
+    assert_eq!(rig.cat(ino).expect("read"), Some("echo b".to_string()));
+    rig.tree.release(fh);
+}
+
+#[test]
+fn a_refused_write_fails_and_the_close_makes_a_denied_command() {
+    let rig = Rig::new();
+    let fh = rig.create("bad").expect("created");
+    let error = rig.write(fh, 0, "echo x; sudo ls ").expect_err("refused");
+    assert_eq!(error.errno, libc::EPERM);
+    assert!(error.reason.contains("sudo"), "{}", error.reason);
+    assert_eq!(errno(rig.write(fh, 16, "more")), libc::EPERM);
+    assert_eq!(errno(rig.tree.flush(fh)), libc::EPERM);
+    rig.tree.release(fh);
+    assert!(rig.lookup(names::CTL, "bad").is_err(), "it left ctl/");
+    let dir = rig.command("bad");
+    assert_eq!(rig.ls(dir), ["command", "status", "reason"]);
+    assert_eq!(rig.read("bad", "status"), "denied\n");
+    assert!(rig.read("bad", "reason").contains("Bash(sudo:*)"));
+    assert_eq!(rig.fake.spawns(), 0);
+}
+
+#[test]
+fn a_refusal_seen_only_at_the_close_denies_too() {
+    let rig = Rig::new();
+    let fh = rig.create("late").expect("created");
+    // A write checks up to its last blank: "sud" could still become "sudoku".
+    rig.write(fh, 0, "sudo").expect("not refused yet");
+    assert_eq!(errno(rig.tree.flush(fh)), libc::EPERM);
+    rig.tree.release(fh);
+    assert_eq!(rig.read("late", "status"), "denied\n");
+}
+
+#[test]
+fn blank_text_and_nul_bytes_are_refused() {
+    let rig = Rig::new();
+    rig.submit("blank", "  \n\t")
+        .expect("blanks are not refused at a write");
+    assert_eq!(rig.read("blank", "status"), "denied\n");
+    let error = rig.submit("nul", "echo a\0b").expect_err("refused");
+    assert_eq!(error.errno, libc::EPERM);
+    assert!(error.reason.contains("NUL"), "{}", error.reason);
+    assert_eq!(rig.read("nul", "status"), "denied\n");
+}
+
+#[test]
+fn a_command_longer_than_the_limit_never_runs() {
+    let rig = Rig::new();
+    let fh = rig.create("big").expect("created");
+    let chunk = "e".repeat(1 << 19);
+    rig.write(fh, 0, &chunk).expect("first half");
+    rig.write(fh, 1 << 19, &chunk).expect("second half");
+    assert_eq!(errno(rig.write(fh, 1 << 20, "x")), libc::EFBIG);
+    rig.tree.release(fh);
+    assert_eq!(rig.read("big", "status"), "denied\n");
+    assert!(rig.read("big", "reason").contains("longer than"));
+}
+
+#[test]
+fn a_bad_directive_is_refused_and_a_good_one_reaches_the_spawn() {
+    let rig = Rig::new();
+    let refused = rig.submit("bad", "#terminalfs timeout=soon\ntrue");
+    assert_eq!(errno(refused), libc::EPERM);
+    assert_eq!(rig.read("bad", "status"), "denied\n");
+    rig.run("limited", "#terminalfs timeout=5s\ntrue");
+    let spawned = rig.fake.spawned.lock();
+    let (request, _) = spawned.last().expect("spawned");
+    assert_eq!(request.name, "limited");
+    assert_eq!(request.timeout, Some(Duration::from_secs(5)));
+    assert_eq!(&*request.text, b"#terminalfs timeout=5s\ntrue");
+}
+
+#[test]
+fn only_one_writer_at_a_time() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    let ino = rig.draft_attr("x").expect("draft").ino;
+    assert_eq!(errno(rig.tree.open(ino, W)), libc::EEXIST);
+    let reader = rig.tree.open(ino, R).expect("a reader may open it");
+    rig.tree.release(reader.fh);
+    rig.tree.release(fh);
+}
+
+#[test]
+fn drafts_are_renamed_within_ctl_only() {
+    let rig = Rig::new();
+    let fh = rig.create("a").expect("created");
+    let other = rig.create("b").expect("created");
+    let refused: [(&[u8], u64, &[u8], i32); 5] = [
+        (b"a", names::CTL, b"b", libc::EEXIST),
+        (b"a", names::CMD, b"a", libc::EXDEV),
+        (b"a", names::CTL, b"index.md", libc::EPERM),
+        (b"a", names::CTL, b"a b", libc::EINVAL),
+        (b"zz", names::CTL, b"c", libc::ENOENT),
+    ];
+    for (from, to_dir, to, expected) in refused {
+        let renamed = rig.tree.rename(names::CTL, from, to_dir, to);
+        assert_eq!(
+            errno(renamed),
+            expected,
+            "{:?}",
+            String::from_utf8_lossy(to)
+        );
+    }
+    rig.tree
+        .rename(names::CTL, b"a", names::CTL, b"c")
+        .expect("renamed");
+    rig.write(fh, 0, "echo renamed")
+        .expect("the open handle still writes");
+    rig.tree.release(fh);
+    rig.tree.release(other);
+    assert_eq!(rig.read("c", "command"), "echo renamed");
+    assert!(rig.lookup(names::CMD, "a").is_err());
+}
+
+#[test]
+fn an_undecided_draft_can_be_removed() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    rig.write(fh, 0, "echo gone").expect("written");
+    rig.tree.unlink(names::CTL, b"x").expect("removed");
+    assert_eq!(errno(rig.lookup(names::CTL, "x")), libc::ENOENT);
+    // The open writer's bytes now go nowhere, and its close decides nothing.
+    rig.write(fh, 9, " more").expect("taken and dropped");
+    rig.tree.release(fh);
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
+    assert_eq!(rig.fake.spawns(), 0);
+}
+
+#[test]
+fn an_empty_draft_stays_until_it_is_abandoned() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let fh = rig.create("empty").expect("created");
+    rig.tree.release(fh);
+    assert!(rig.draft_attr("empty").is_ok(), "closed empty: not decided");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CTL, "empty")), libc::ENOENT);
+}
+
+// ----- starting, and lookups that wait ----------------------------------------------
+
+#[test]
+fn a_lookup_racing_the_last_close_waits_for_it() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    rig.write(fh, 0, "true").expect("written");
+    assert_eq!(
+        errno(rig.lookup(names::CMD, "x")),
+        libc::ENOENT,
+        "still being written: not a command"
+    );
+    rig.tree.flush(fh).expect("the close's flush");
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Close))
+    ));
+    rig.tree.release(fh);
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+}
+
+#[test]
+fn a_started_command_appears_at_once_and_lookups_wait_for_its_spawn() {
+    let rig = Rig::new();
+    rig.submit("x", "sleep 1").expect("taken");
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+    assert_eq!(rig.fake.spawns(), 0, "the lookup only queued the spawn");
+    assert!(rig.ls(names::CMD).contains(&"x".to_string()));
+    assert_eq!(errno(rig.lookup(names::CTL, "x")), libc::ENOENT);
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+    rig.tree.start_pending();
+    assert_eq!(rig.fake.spawns(), 1);
+    let dir = rig.found(names::CMD, "x").expect("found").ino;
+    let files = rig.ls(dir);
+    assert!(files.contains(&"pid".to_string()) && files.contains(&"kill".to_string()));
+}
+
+#[test]
+fn lookups_under_a_starting_command_wait_too() {
+    let rig = Rig::new();
+    rig.run("first", "true");
+    rig.submit("x", "true").expect("taken");
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+    // The directory's inode, as a listing hands it out before the spawn is done.
+    let fh = rig.tree.opendir(names::CMD).expect("opendir");
+    let listing = rig.tree.readdir(fh, 0).expect("readdir");
+    rig.tree.releasedir(fh);
+    let (dir, _, _) = listing
+        .into_iter()
+        .find(|(_, _, name)| name == "x")
+        .expect("listed");
+    assert!(matches!(
+        rig.lookup(dir, "status"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+    rig.tree.start_pending();
+    assert!(rig.found(dir, "pid").is_ok());
+}
+
+#[test]
+fn listing_cmd_queues_every_decided_draft_and_spawns_none_itself() {
+    let rig = Rig::new();
+    for i in 0..5 {
+        rig.submit(&format!("c{i}"), "true").expect("taken");
+    }
+    let listed = rig.ls(names::CMD);
+    assert_eq!(listed.len(), 6, "{listed:?}");
+    assert_eq!(rig.fake.spawns(), 0);
+    rig.tree.start_pending();
+    assert_eq!(rig.fake.spawns(), 5);
+}
+
+#[test]
+fn the_tick_starts_a_draft_once_it_has_settled() {
+    let rig = Rig::with(Duration::ZERO, Duration::from_secs(3600));
+    rig.submit("x", "true").expect("taken");
+    rig.tree.tick();
+    assert_eq!(rig.fake.spawns(), 0, "the tick only queues");
+    rig.tree.start_pending();
+    assert_eq!(rig.fake.spawns(), 1);
+    assert_eq!(rig.read("x", "status"), "running\n");
+}
+
+#[test]
+fn a_reused_name_gets_new_inodes() {
+    let rig = Rig::new();
+    let first = rig.run("x", "true");
+    rig.fake.finish("x", 0);
+    rig.tree.rmdir(names::CMD, b"x").expect("removed");
+    let second = rig.run("x", "true");
+    assert_ne!(first, second);
+}
+
+// ----- the files of a command ----------------------------------------------------------
+
+#[test]
+fn a_running_command_shows_pid_and_kill_and_a_stopped_one_its_exit_code() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "make");
+    let running = rig.ls(dir);
+    assert!(running.contains(&"pid".to_string()));
+    assert!(running.contains(&"kill".to_string()));
+    assert!(!running.contains(&"exitcode".to_string()));
+    assert_eq!(rig.read("x", "status"), "running\n");
+    assert_eq!(rig.read("x", "pid"), format!("{NO_PID}\n"));
+    assert_eq!(rig.read("x", "command"), "make");
+    rig.fake.finish("x", 0);
+    let stopped = rig.ls(dir);
+    assert!(!stopped.contains(&"pid".to_string()));
+    assert!(!stopped.contains(&"kill".to_string()));
+    assert_eq!(rig.read("x", "exitcode"), "0\n");
+    assert_eq!(rig.read("x", "status"), "completed\n");
+    assert_eq!(errno(rig.found(dir, "pid")), libc::ENOENT);
+}
+
+#[test]
+fn a_failing_command_is_an_error() {
+    let rig = Rig::new();
+    rig.run("x", "false");
+    rig.fake.finish("x", 3);
+    assert_eq!(rig.read("x", "status"), "error\n");
+    assert_eq!(rig.read("x", "exitcode"), "3\n");
+    let result: serde_json::Value =
+        serde_json::from_str(&rig.read("x", "result.json")).expect("JSON");
+    assert_eq!(result["exitcode"], 3);
+}
+
+#[test]
+fn wait_blocks_while_it_runs_then_answers_its_status_word() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "sleep 9");
+    let wait = rig.found(dir, "wait").expect("wait").ino;
+    let timed_out = rig.tree.open(wait, R).expect("open").fh;
+    assert!(matches!(
+        rig.tree.read(timed_out, 0, 4096),
+        Ok(Read::Pending { .. })
+    ));
+    assert_eq!(rig.tree.read_timed_out(timed_out, 0, 4096), b"running\n");
+    let fh = rig.tree.open(wait, R).expect("open").fh;
+    assert!(matches!(
+        rig.tree.read(fh, 0, 4096),
+        Ok(Read::Pending { .. })
+    ));
+    rig.fake.finish("x", 0);
+    match rig.tree.read(fh, 0, 4096).expect("read") {
+        Read::Data(bytes) => assert_eq!(bytes, b"completed\n"),
+        Read::Pending { .. } => panic!("still waiting after the end"),
+    }
+    rig.tree.release(fh);
+    rig.tree.release(timed_out);
+}
+
+#[test]
+fn output_grows_as_the_command_prints() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "echo");
+    let stdout = rig.found(dir, "stdout").expect("stdout").ino;
+    assert_eq!(rig.tree.getattr(stdout, None).expect("attr").size, 0);
+    rig.fake.print("x", b"hello\n");
+    assert_eq!(rig.tree.getattr(stdout, None).expect("attr").size, 6);
+    assert_eq!(rig.read("x", "stdout"), "hello\n");
+    assert_eq!(rig.read("x", "output"), "hello\n");
+    assert_eq!(rig.read("x", "stderr"), "");
+}
+
+#[test]
+fn files_under_a_command_open_only_as_they_are_meant() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "true");
+    let kill = rig.found(dir, "kill").expect("kill").ino;
+    let status = rig.found(dir, "status").expect("status").ino;
+    assert_eq!(errno(rig.tree.open(kill, R)), libc::EACCES);
+    assert_eq!(errno(rig.tree.open(status, W)), libc::EACCES);
+    assert_eq!(errno(rig.tree.open(dir, R)), libc::EISDIR);
+    assert_eq!(errno(rig.tree.open(names::ROOT_INDEX, W)), libc::EACCES);
+    assert_eq!(rig.tree.getattr(kill, None).expect("attr").perm, 0o200);
+}
+
+#[test]
+fn a_removed_file_is_hidden_and_pins_its_command() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let dir = rig.run("x", "true");
+    rig.tree.unlink(dir, b"stderr").expect("removed");
+    assert!(!rig.ls(dir).contains(&"stderr".to_string()));
+    assert_eq!(errno(rig.found(dir, "stderr")), libc::ENOENT);
+    rig.fake.finish("x", 0);
+    rig.tree.tick();
+    assert!(
+        rig.found(names::CMD, "x").is_ok(),
+        "pinned: it does not expire"
+    );
+}
+
+#[test]
+fn fixed_files_and_directories_cannot_be_removed() {
+    let rig = Rig::new();
+    rig.run("x", "true");
+    assert_eq!(
+        errno(rig.tree.unlink(names::ROOT, b"index.md")),
+        libc::EPERM
+    );
+    assert_eq!(errno(rig.tree.unlink(names::CMD, b"x")), libc::EISDIR);
+    assert_eq!(errno(rig.tree.unlink(names::CMD, b"nope")), libc::ENOENT);
+    assert_eq!(errno(rig.tree.rmdir(names::ROOT, b"ctl")), libc::EPERM);
+    assert_eq!(errno(rig.tree.rmdir(names::CMD, b"nope")), libc::ENOENT);
+}
+
+// ----- kill, removal and expiry ---------------------------------------------------------
+
+#[test]
+fn a_write_to_kill_stops_the_job() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "sleep 9");
+    let kill = rig.found(dir, "kill").expect("kill").ino;
+    let fh = rig.tree.open(kill, W).expect("open").fh;
+    assert!(matches!(rig.tree.write(fh, 0, b"1\n"), Ok(Write::Done(2))));
+    rig.tree.release(fh);
+    let kills = rig.fake.kills.lock();
+    assert_eq!(kills.len(), 1);
+    assert_eq!(kills[0].0, rig.fake.job("x").id());
+    assert!(kills[0].1.contains("kill file"), "{}", kills[0].1);
+}
+
+#[test]
+fn removing_a_command_stops_it_and_readers_keep_reading() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "sleep 9");
+    rig.fake.print("x", b"kept\n");
+    let stdout = rig.found(dir, "stdout").expect("stdout").ino;
+    let reader = rig.tree.open(stdout, R).expect("open").fh;
+    rig.tree.rmdir(names::CMD, b"x").expect("removed");
+    assert_eq!(rig.fake.kills.lock().len(), 1);
+    assert!(!rig.ls(names::CMD).contains(&"x".to_string()));
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
+    match rig.tree.read(reader, 0, 100).expect("still readable") {
+        Read::Data(bytes) => assert_eq!(bytes, b"kept\n"),
+        Read::Pending { .. } => panic!("stdout never waits"),
+    }
+    rig.tree.release(reader);
+    assert_eq!(errno(rig.tree.getattr(stdout, None)), libc::ENOENT);
+}
+
+#[test]
+fn a_command_removed_while_starting_is_stopped_once_spawned() {
+    let rig = Rig::new();
+    rig.submit("x", "sleep 9").expect("taken");
+    rig.ls(names::CMD);
+    rig.tree
+        .rmdir(names::CMD, b"x")
+        .expect("removed before its spawn");
+    assert!(rig.fake.kills.lock().is_empty(), "nothing to stop yet");
+    rig.tree.start_pending();
+    let kills = rig.fake.kills.lock();
+    assert_eq!(kills.len(), 1, "stopped as soon as it exists");
+    assert_eq!(kills[0].0, rig.fake.job("x").id());
+}
+
+#[test]
+fn a_stopped_command_expires_after_its_keep_time_and_a_running_one_does_not() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    rig.run("done", "true");
+    rig.run("busy", "sleep 9");
+    rig.fake.finish("done", 0);
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "done")), libc::ENOENT);
+    assert!(rig.found(names::CMD, "busy").is_ok());
+    assert!(
+        rig.fake
+            .kills
+            .lock()
+            .iter()
+            .all(|(id, _)| *id != rig.fake.job("busy").id()),
+        "expiry stops nothing that runs"
+    );
+}
+
+#[test]
+fn an_open_file_keeps_its_command_from_expiring() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let dir = rig.run("x", "true");
+    rig.fake.finish("x", 0);
+    let status = rig.found(dir, "status").expect("status").ino;
+    let fh = rig.tree.open(status, R).expect("open").fh;
+    rig.tree.tick();
+    assert!(rig.found(names::CMD, "x").is_ok(), "a reader holds it");
+    rig.tree.release(fh);
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
+}
+
+#[test]
+fn a_denied_command_expires_too() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    rig.submit("bad", "sudo x").expect_err("refused");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "bad")), libc::ENOENT);
+}
+
+// ----- pages and attributes ---------------------------------------------------------------
+
+#[test]
+fn the_command_index_lists_commands_with_their_status() {
+    let rig = Rig::new();
+    rig.run("ok", "true");
+    rig.fake.finish("ok", 0);
+    rig.submit("bad", "sudo x").expect_err("refused");
+    let page = rig
+        .cat(names::CMD_INDEX)
+        .expect("read")
+        .expect("a page never waits");
+    assert!(page.contains("[ok](ok/status) | completed"), "{page}");
+    assert!(page.contains("[bad](bad/status) | denied"), "{page}");
+}
+
+#[test]
+fn opening_the_command_index_queues_decided_drafts() {
+    let rig = Rig::new();
+    rig.submit("x", "true").expect("taken");
+    let fh = rig.tree.open(names::CMD_INDEX, R).expect("open");
+    rig.tree.release(fh.fh);
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Start))
+    ));
+}
+
+#[test]
+fn every_slot_named_in_a_listing_resolves() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "true");
+    for name in rig.ls(dir) {
+        let slot = Slot::from_name(&name).expect("a known slot");
+        let attr = rig.found(dir, &name).expect("found");
+        assert_eq!(
+            attr.ino,
+            names::file_ino(
+                names::decode(dir).map_or(0, |d| match d {
+                    names::Dynamic::Entry(id) => id,
+                    names::Dynamic::File(id, _) => id,
+                }),
+                slot
+            )
+        );
+    }
+}
+
+#[test]
+fn inodes_that_are_nothing_say_so() {
+    let rig = Rig::new();
+    assert_eq!(
+        errno(rig.tree.getattr(names::entry_ino(4242), None)),
+        libc::ENOENT
+    );
+    assert_eq!(errno(rig.tree.getattr(999_999, None)), libc::ENOENT);
+    assert_eq!(errno(rig.tree.read(77, 0, 10)), libc::EBADF);
+    assert_eq!(errno(rig.lookup(names::ROOT, "nope")), libc::ENOENT);
+}
