@@ -261,6 +261,58 @@ fn keys_round_trip() {
     );
 }
 
+/// 256 MiB written to a command's stdin (`cat > /dev/null`) in 64 KiB and 1 MiB writes,
+/// against the same bytes through a plain pipe into `cat`.
+fn stdin_throughput() {
+    use std::io::Write;
+    let total = 256usize << 20;
+    let mount = Mount::start();
+    let mut figures = Vec::new();
+    for (i, size) in [64usize << 10, 1 << 20].into_iter().enumerate() {
+        let name = format!("sink{i}");
+        std::fs::write(
+            mount.p(&format!("ctl/{name}")),
+            "#terminalfs stdin\nexec cat > /dev/null",
+        )
+        .unwrap();
+        assert!(poll_until(
+            &mount.p(&format!("cmd/{name}/status")),
+            "running"
+        ));
+        let mut stdin = std::fs::OpenOptions::new()
+            .append(true)
+            .open(mount.p(&format!("cmd/{name}/stdin")))
+            .unwrap();
+        let chunk = vec![0u8; size];
+        let started = Instant::now();
+        for _ in 0..total / size {
+            stdin.write_all(&chunk).unwrap();
+        }
+        figures.push(total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64());
+    }
+    let mut cat = std::process::Command::new("sh")
+        .args(["-c", "cat > /dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = cat.stdin.take().unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    let started = Instant::now();
+    for _ in 0..total / chunk.len() {
+        pipe.write_all(&chunk).unwrap();
+    }
+    drop(pipe);
+    cat.wait().unwrap();
+    let plain = total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "stdin: {:.0} MiB/s in 64 KiB writes, {:.0} MiB/s in 1 MiB writes; a plain pipe into \
+         cat: {plain:.0} MiB/s; ratio {:.2}",
+        figures[0],
+        figures[1],
+        figures[0] / plain
+    );
+}
+
 /// The driver's resident memory with 50 idle commands on 120x40 terminals, against 50
 /// idle commands without one.
 fn terminal_memory() {
@@ -295,7 +347,7 @@ fn terminal_memory() {
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 8] = [
+    let all: [(&str, fn()); 9] = [
         ("throughput", throughput),
         ("follow", follow_latency),
         ("wait", wait_round_trip),
@@ -303,6 +355,7 @@ fn main() {
         ("capture", capture_rate),
         ("starting", stat_while_starting),
         ("keys", keys_round_trip),
+        ("stdin", stdin_throughput),
         ("terminal-memory", terminal_memory),
     ];
     for (name, bench) in all {

@@ -6,12 +6,15 @@
 //! and try again. Keys and the terminal's answers to status queries must arrive whole, so
 //! what the terminal does not take at once waits in a small backlog, which goes out first
 //! on the next write, on each output the program makes, and on the tree's periodic tick.
+//! Whenever a write finds no room, the input asks the [`Writable`] thread to report its
+//! job as soon as there is room, so the parked write is tried again at once.
 //!
 //! Locks: the screen's lock may be held while taking the input's lock, never the other
 //! way round.
 
 use crate::supervisor::terminal::keys::{self, KeyModes, KeysError};
 use crate::supervisor::terminal::{Screen, TerminalSize};
+use crate::supervisor::writable::Watch;
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -85,11 +88,13 @@ pub struct Input {
     descriptor: Mutex<Descriptor>,
     /// Present for a command on a terminal.
     screen: Option<Mutex<Screen>>,
+    /// Who to tell that a write found no room; None in tests of this module alone.
+    watch: Option<Watch>,
 }
 
 impl Input {
     /// Input through a pipe whose (non-blocking) write end is `fd`.
-    pub(crate) fn pipe(fd: OwnedFd) -> Input {
+    pub(crate) fn pipe(fd: OwnedFd, watch: Option<Watch>) -> Input {
         Input {
             descriptor: Mutex::new(Descriptor {
                 fd: Some(fd),
@@ -97,14 +102,27 @@ impl Input {
                 gone: false,
             }),
             screen: None,
+            watch,
         }
     }
 
     /// Input through a terminal whose (non-blocking) master side is `master`.
-    pub(crate) fn terminal(master: OwnedFd, size: TerminalSize) -> Input {
+    pub(crate) fn terminal(master: OwnedFd, size: TerminalSize, watch: Option<Watch>) -> Input {
         Input {
             screen: Some(Mutex::new(Screen::new(size))),
-            ..Input::pipe(master)
+            ..Input::pipe(master, watch)
+        }
+    }
+
+    /// `Full`, after asking to hear when there is room.
+    fn full(&self, descriptor: &Descriptor) -> InputError {
+        self.wait_for_room(descriptor);
+        InputError::Full
+    }
+
+    fn wait_for_room(&self, descriptor: &Descriptor) {
+        if let (Some(watch), Some(fd)) = (&self.watch, &descriptor.fd) {
+            watch.writable.want(watch.job, fd.as_raw_fd());
         }
     }
 
@@ -118,13 +136,13 @@ impl Input {
         let mut descriptor = self.descriptor.lock();
         flush(&mut descriptor)?;
         if !descriptor.backlog.is_empty() {
-            return Err(InputError::Full);
+            return Err(self.full(&descriptor));
         }
         if data.is_empty() {
             return Ok(0);
         }
         match write_some(&mut descriptor, data)? {
-            0 => Err(InputError::Full),
+            0 => Err(self.full(&descriptor)),
             n => Ok(n),
         }
     }
@@ -142,10 +160,13 @@ impl Input {
         let mut descriptor = self.descriptor.lock();
         flush(&mut descriptor)?;
         if !descriptor.backlog.is_empty() {
-            return Err(InputError::Full);
+            return Err(self.full(&descriptor));
         }
         let written = write_some(&mut descriptor, &bytes)?;
         descriptor.backlog.extend_from_slice(&bytes[written..]);
+        if !descriptor.backlog.is_empty() {
+            self.wait_for_room(&descriptor);
+        }
         Ok(())
     }
 
@@ -279,7 +300,7 @@ mod tests {
     #[test]
     fn pipe_writes_arrive_in_order_and_a_full_pipe_takes_nothing() {
         let (read, write) = pipe();
-        let input = Input::pipe(write);
+        let input = Input::pipe(write, None);
         assert_eq!(input.write(b"one\n"), Ok(4));
         assert_eq!(input.write(b"two\n"), Ok(4));
         assert_eq!(read_all(&read), b"one\ntwo\n");
@@ -304,7 +325,7 @@ mod tests {
     #[test]
     fn closing_gives_end_of_file_and_refuses_later_writes() {
         let (read, write) = pipe();
-        let input = Input::pipe(write);
+        let input = Input::pipe(write, None);
         assert!(input.is_open());
         input.close().unwrap();
         assert!(!input.is_open());
@@ -321,7 +342,7 @@ mod tests {
     #[test]
     fn a_reader_gone_is_reported() {
         let (read, write) = pipe();
-        let input = Input::pipe(write);
+        let input = Input::pipe(write, None);
         drop(read);
         assert_eq!(input.write(b"x"), Err(InputError::Gone));
         assert!(!input.is_open());
@@ -331,7 +352,7 @@ mod tests {
     fn keys_reach_the_terminal_and_queries_are_answered() {
         let size = TerminalSize { cols: 40, rows: 10 };
         let pty = Pty::open(size).unwrap();
-        let input = Input::terminal(pty.master.try_clone().unwrap(), size);
+        let input = Input::terminal(pty.master.try_clone().unwrap(), size, None);
         // Raw mode on the program's side, so bytes pass as they are.
         // SAFETY: termios is plain data filled by tcgetattr.
         unsafe {

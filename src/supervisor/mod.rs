@@ -7,8 +7,9 @@
 //! changed state, from the supervisor's own threads, and must not block.
 //!
 //! Threads: one pump thread polls every pipe (and, on Linux, every pidfd) and owns all
-//! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits.
-//! No thread exists per command, so a finished command leaves none behind.
+//! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits;
+//! one `writable` thread watches full inputs for room. No thread exists per command, so
+//! a finished command leaves none behind.
 //!
 //! stderr writes of a command arrive through [`Supervisor::stderr_write`] when its
 //! stderr is a file of the mount (see [`capture`]); the caller serves that file.
@@ -21,6 +22,7 @@ mod pump;
 mod spawn;
 pub mod terminal;
 mod timer;
+mod writable;
 
 pub use input::{Input, InputError, Stdin};
 #[cfg(test)]
@@ -33,6 +35,7 @@ use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
 use crate::supervisor::spawn::Prepared;
 use crate::supervisor::timer::{Timer, TimerAction};
+use crate::supervisor::writable::{Watch, Writable};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{Seek, Write};
@@ -115,7 +118,7 @@ struct Wiring {
 }
 
 impl Wiring {
-    fn new(stdin: Stdin) -> std::io::Result<Wiring> {
+    fn new(stdin: Stdin, watch: Watch) -> std::io::Result<Wiring> {
         if let Stdin::Terminal(size) = stdin {
             let pty = terminal::pty::Pty::open(size)?;
             return Ok(Wiring {
@@ -125,7 +128,7 @@ impl Wiring {
                     pty.slave,
                 ),
                 pump: (pty.master.try_clone()?, None),
-                input: Some(Input::terminal(pty.master, size)),
+                input: Some(Input::terminal(pty.master, size, Some(watch))),
             });
         }
         let (stdout_read, stdout_write) = pump::make_pipe()?;
@@ -134,7 +137,7 @@ impl Wiring {
             Stdin::Pipe => {
                 let (read, write) = pump::pipe()?;
                 pump::set_nonblocking(write.as_raw_fd());
-                (Some(read), Some(Input::pipe(write)))
+                (Some(read), Some(Input::pipe(write, Some(watch))))
             }
             _ => (None, None),
         };
@@ -151,6 +154,8 @@ pub struct Supervisor {
     spool: Arc<Spool>,
     pump: Pump,
     timer: Timer,
+    /// Reports jobs whose full input has room again.
+    writable: Arc<Writable>,
     next_id: AtomicU64,
     notify: Notify,
     live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>>,
@@ -187,6 +192,7 @@ impl Supervisor {
         let registry: Arc<Registry> = Default::default();
         let pump = Pump::start(notify.clone(), live.clone(), registry.clone())?;
         let timer = Timer::start();
+        let writable = Writable::start(notify.clone())?;
         let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
             None => (None, "process groups".to_string(), 0),
             Some(tag) => match Cgroups::setup(tag) {
@@ -210,6 +216,7 @@ impl Supervisor {
             spool,
             pump,
             timer,
+            writable,
             next_id: AtomicU64::new(1),
             notify,
             live,
@@ -329,7 +336,11 @@ impl Supervisor {
         let procs = cgroup.as_ref().map(|c| c.procs().clone());
         let memory = request.memory.map(|bytes| (bytes, rlimit.is_some()));
         let grace = self.config.kill_grace;
-        let wiring = match Wiring::new(request.stdin) {
+        let watch = Watch {
+            job: id,
+            writable: self.writable.clone(),
+        };
+        let wiring = match Wiring::new(request.stdin, watch) {
             Ok(wiring) => wiring,
             Err(error) => {
                 let capture = self.spool.capture(&request.name, &request.text);
@@ -524,6 +535,7 @@ impl Drop for Supervisor {
     fn drop(&mut self) {
         self.timer.stop();
         self.pump.stop();
+        self.writable.stop();
         // Whatever path the driver leaves by, nothing it started stays behind.
         if let Some(cgroups) = &self.cgroups {
             cgroups.tear_down();
