@@ -405,6 +405,8 @@ impl Tree {
 }
 
 #[cfg(test)]
+mod input_tests;
+#[cfg(test)]
 mod model;
 #[cfg(test)]
 mod tests;

@@ -121,7 +121,9 @@ pub fn root_index(site: &Site) -> String {
          - `ctl/<name>`: write a command here to run it as `<name>` (see `ctl/index.md`).\n\
          - `cmd/index.md`: every command with its status.\n\
          - `cmd/<name>/`: `command`, `status`, `pid` and `kill` while it runs, `exitcode` once it stopped,\n  \
-           `reason`, `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`.\n\
+           `reason`, `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`; `stdin` \
+           while a command started with `#terminalfs stdin` or `tty` runs; `screen` and \
+           `keys` for one on a terminal (`#terminalfs tty`).\n\
          - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
@@ -153,6 +155,9 @@ pub fn ctl_index(site: &Site) -> String {
          - A name runs once; remove `cmd/<name>` (or let it expire) to use it again.\n\
          - A multi-line script can be written with a heredoc; `#terminalfs timeout=10m` \
            lines at the top set limits.\n\
+         - `#terminalfs stdin` at the top gives it a standard input fed by writes to \
+           `cmd/<name>/stdin`; `#terminalfs tty` (or `tty=COLSxROWS`) runs it on a \
+           terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill).\n\
          - Write to `ctl/<name>.tmp` and `mv` it to `ctl/<name>` to decide the name last.\n\
          - A write that the deny list refuses fails with \"Operation not permitted\"; \
            `cmd/<name>/reason` says which rule refused it.\n\

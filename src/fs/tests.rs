@@ -6,6 +6,7 @@ use super::*;
 use crate::spool::{prepare_dir, Spool, SpoolConfig};
 use crate::supervisor::{Exit, Job, SpawnRequest};
 use parking_lot::Mutex as TestMutex;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -21,6 +22,8 @@ pub(super) struct Fake {
     next: AtomicU64,
     pub spawned: TestMutex<Vec<(SpawnRequest, Arc<Job>)>>,
     pub kills: TestMutex<Vec<(u64, String)>>,
+    /// The read end of each stdin pipe handed out, by command name.
+    pub stdin: TestMutex<Vec<(String, OwnedFd)>>,
     shell: PathBuf,
     cwd: PathBuf,
 }
@@ -43,6 +46,7 @@ impl Fake {
             next: AtomicU64::new(1),
             spawned: TestMutex::new(Vec::new()),
             kills: TestMutex::new(Vec::new()),
+            stdin: TestMutex::new(Vec::new()),
             shell: PathBuf::from("/bin/sh"),
             cwd: dir.to_path_buf(),
         }
@@ -87,6 +91,18 @@ impl Spawner for Fake {
     fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let capture = self.spool.capture(&request.name, &request.text);
+        // A stdin pipe is real, so that the tree's writes can be read back.
+        let input = (request.stdin == crate::supervisor::Stdin::Pipe).then(|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills two descriptors into a valid array.
+            let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+            assert_eq!(made, 0, "a pipe");
+            // SAFETY: both descriptors are new and owned by nobody else.
+            let (read, write) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            self.stdin.lock().push((request.name.clone(), read));
+            crate::supervisor::Input::pipe(write, None)
+        });
         let job = Arc::new(Job::new(
             id,
             capture,
@@ -94,7 +110,7 @@ impl Spawner for Fake {
             None,
             "fake".to_string(),
             None,
-            None,
+            input,
         ));
         job.mark_started(NO_PID, SystemTime::now(), Instant::now());
         self.spawned.lock().push((request, job.clone()));
@@ -260,7 +276,7 @@ impl Rig {
     }
 }
 
-fn errno<T: std::fmt::Debug>(result: FsResult<T>) -> i32 {
+pub(super) fn errno<T: std::fmt::Debug>(result: FsResult<T>) -> i32 {
     let error = result.expect_err("the operation fails");
     assert!(
         !error.reason.is_empty(),
