@@ -86,6 +86,26 @@ fn finished_commands_survive_sigterm_and_a_crash() {
     mount.spawn(&[]);
     check_commands(&mount);
 
+    // --unmount from outside stops the driver the same way.
+    std::fs::write(mount.p("ctl/later"), "echo x; exec sleep 300").unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/later/stdout") == "x\n"
+    }));
+    let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mount.wait_exit(Duration::from_secs(30)).is_some());
+    mount.spawn(&[]);
+    check_commands(&mount);
+    assert_eq!(mount.read("cmd/later/status"), "error\n");
+    assert_eq!(
+        mount.read("cmd/later/reason"),
+        "the driver stopped while it ran\n"
+    );
+
     // rm -r deletes a restored command's files, and the name is free again.
     let dirs = mount.spool_dirs("done");
     assert_eq!(dirs.len(), 1);
@@ -268,9 +288,26 @@ fn bad_state_directories_stop_the_driver_with_a_sentence() {
 }
 
 #[test]
-fn the_audit_log_stays_in_its_place_whatever_the_state_dir() {
-    let mount = Mount::start();
+fn the_audit_log_stays_in_its_place_and_bounded() {
+    let mount = Mount::with(deny_sudo());
     mount.run("x", "true");
-    assert!(mount.state.join("terminalfs/audit.jsonl").is_file());
+    let audit = mount.state.join("terminalfs/audit.jsonl");
+    assert!(audit.is_file());
     assert!(!mount.spool.join("audit.jsonl").exists());
+    // Ten refused texts of almost a mebibyte each: each entry keeps 4 KiB of it.
+    let text = format!("sudo true # {}", "\\\"".repeat(330_000));
+    for i in 0..10 {
+        assert!(std::fs::write(mount.p(&format!("ctl/big{i}")), &text).is_err());
+        // The refusal is decided at the last close, which the kernel sends on its own.
+        let status = mount.p(&format!("cmd/big{i}/status"));
+        assert!(wait_until(Duration::from_secs(10), || {
+            std::fs::read_to_string(&status).is_ok_and(|s| s == "denied\n")
+        }));
+    }
+    let size = std::fs::metadata(&audit).unwrap().len();
+    assert!(size < 10 * 16 * 1024, "the audit log grew to {size} bytes");
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
+    assert_eq!(last["command_bytes"], text.len());
+    assert_eq!(last["command_sha256"].as_str().unwrap().len(), 64);
 }

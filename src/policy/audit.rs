@@ -6,6 +6,12 @@
 //! written with a single `write` on a file opened for appending, so lines from several
 //! threads never interleave. Failures are returned, never panicked on: the caller decides
 //! whether a command may run without its audit line.
+//!
+//! The log is bounded: a command longer than [`MAX_TEXT`] keeps only its first
+//! [`MAX_TEXT`] bytes in `command`, with `command_bytes` (its whole length) and
+//! `command_sha256` (of the whole text) to identify it, and `command_truncated: true`.
+//! Past [`ROTATE_AT`] bytes the file is renamed to `audit.jsonl.1` (older ones shift up
+//! to [`KEEP_ROTATED`]) and a new one begins.
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -15,19 +21,34 @@ use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Bytes of a command kept in one entry.
+pub const MAX_TEXT: usize = 4096;
+/// Size past which the log is rotated.
+pub const ROTATE_AT: u64 = 16 << 20;
+/// Rotated files kept (`audit.jsonl.1` is the newest).
+pub const KEEP_ROTATED: u32 = 3;
 
 /// An open audit log.
 #[derive(Debug)]
 pub struct Audit {
     path: PathBuf,
-    /// The log file; the lock makes each line one write even if the OS did not.
-    file: Mutex<File>,
+    rotate_at: u64,
+    /// The log file and its size; the lock makes each line one write even if the OS
+    /// did not, and keeps a rotation from splitting lines.
+    file: Mutex<(File, u64)>,
 }
 
 impl Audit {
     /// Opens (creating it with mode 0600, and its directories with mode 0700) the audit log
     /// at `path` for appending. An existing file readable by others is made private.
     pub fn open(path: &Path) -> Result<Audit, String> {
+        Audit::open_rotating_at(path, ROTATE_AT)
+    }
+
+    /// [`Audit::open`], rotating past `rotate_at` bytes.
+    pub fn open_rotating_at(path: &Path, rotate_at: u64) -> Result<Audit, String> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::DirBuilder::new()
                 .recursive(true)
@@ -40,12 +61,7 @@ impl Audit {
                     )
                 })?;
         }
-        let file = fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|err| format!("cannot open audit log {}: {err}", path.display()))?;
+        let file = open_log(path)?;
         let meta = file
             .metadata()
             .map_err(|err| format!("cannot stat audit log {}: {err}", path.display()))?;
@@ -57,8 +73,26 @@ impl Audit {
         }
         Ok(Audit {
             path: path.to_owned(),
-            file: Mutex::new(file),
+            rotate_at,
+            file: Mutex::new((file, meta.len())),
         })
+    }
+
+    /// Renames the log to `.1` (shifting older ones up, the oldest dropped) and starts
+    /// a new one.
+    fn rotate(&self, file: &mut (File, u64)) -> Result<(), String> {
+        let numbered = |n: u32| {
+            let mut name = self.path.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        for n in (1..KEEP_ROTATED).rev() {
+            let _ = fs::rename(numbered(n), numbered(n + 1));
+        }
+        fs::rename(&self.path, numbered(1))
+            .map_err(|err| format!("cannot rotate audit log {}: {err}", self.path.display()))?;
+        *file = (open_log(&self.path)?, 0);
+        Ok(())
     }
 
     /// Where the log is.
@@ -85,11 +119,34 @@ impl Audit {
             rule,
             reason,
         );
-        self.file
-            .lock()
+        let mut file = self.file.lock();
+        if file.1 > 0 && file.1 + line.len() as u64 > self.rotate_at {
+            self.rotate(&mut file)?;
+        }
+        file.0
             .write_all(line.as_bytes())
-            .map_err(|err| format!("cannot write audit log {}: {err}", self.path.display()))
+            .map_err(|err| format!("cannot write audit log {}: {err}", self.path.display()))?;
+        file.1 += line.len() as u64;
+        Ok(())
     }
+}
+
+fn open_log(path: &Path) -> Result<File, String> {
+    fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|err| format!("cannot open audit log {}: {err}", path.display()))
+}
+
+/// The first [`MAX_TEXT`] bytes of `command`, cut at a character boundary.
+fn kept_text(command: &str) -> &str {
+    let mut end = command.len().min(MAX_TEXT);
+    while !command.is_char_boundary(end) {
+        end -= 1;
+    }
+    &command[..end]
 }
 
 /// One audit line, newline included, with the keys in a fixed, readable order.
@@ -104,12 +161,22 @@ fn audit_line(
 ) -> String {
     let text = |s: &str| Value::String(s.to_owned()).to_string();
     let optional = |s: Option<&str>| s.map_or_else(|| "null".to_owned(), text);
+    let kept = kept_text(command);
+    let whole = if kept.len() < command.len() {
+        format!(
+            ",\"command_truncated\":true,\"command_bytes\":{},\"command_sha256\":\"{:x}\"",
+            command.len(),
+            Sha256::digest(command.as_bytes())
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{{\"time\":{},\"name\":{},\"command\":{},\"cwd\":{},\"decision\":{},\"rule\":{},\
-         \"reason\":{}}}\n",
+        "{{\"time\":{},\"name\":{},\"command\":{}{whole},\"cwd\":{},\"decision\":{},\
+         \"rule\":{},\"reason\":{}}}\n",
         text(&rfc3339(time)),
         text(name),
-        text(command),
+        text(kept),
         text(cwd),
         text(decision),
         optional(rule),
@@ -181,6 +248,90 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(dir_mode & 0o077, 0);
+    }
+
+    #[test]
+    fn long_commands_keep_a_bounded_prefix_with_length_and_digest() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("audit.jsonl");
+        let audit = Audit::open(&path).expect("open audit log");
+        // A mebibyte of text whose cut point falls inside a two-byte character.
+        let command = format!("echo {}", "é".repeat(1 << 19));
+        audit
+            .record(
+                "big",
+                &command,
+                Path::new("/"),
+                "denied",
+                None,
+                Some("too long"),
+            )
+            .expect("record");
+        let text = fs::read_to_string(&path).expect("read audit log");
+        assert!(
+            text.len() < 2 * MAX_TEXT,
+            "an entry of {} bytes",
+            text.len()
+        );
+        let entry: Value = serde_json::from_str(text.trim_end()).expect("JSON");
+        let kept = entry["command"].as_str().expect("a string");
+        assert!(kept.len() <= MAX_TEXT && kept.len() > MAX_TEXT - 4);
+        assert!(command.starts_with(kept));
+        assert_eq!(entry["command_bytes"], command.len());
+        assert_eq!(entry["command_truncated"], true);
+        let digest = format!("{:x}", Sha256::digest(command.as_bytes()));
+        assert_eq!(entry["command_sha256"], digest);
+        // Short commands stay whole, with no extra fields.
+        audit
+            .record("small", "ls", Path::new("/"), "ran", None, None)
+            .expect("record");
+        let text = fs::read_to_string(&path).expect("read audit log");
+        let last: Value = serde_json::from_str(text.lines().last().unwrap()).expect("JSON");
+        assert_eq!(last["command"], "ls");
+        assert!(last.get("command_sha256").is_none());
+    }
+
+    #[test]
+    fn the_log_rotates_by_size_and_keeps_a_few_files() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("audit.jsonl");
+        let audit = Audit::open_rotating_at(&path, 10_000).expect("open audit log");
+        let command = "x".repeat(3000);
+        for i in 0..40 {
+            audit
+                .record(
+                    &format!("n{i}"),
+                    &command,
+                    Path::new("/"),
+                    "ran",
+                    None,
+                    None,
+                )
+                .expect("record");
+        }
+        let name = |suffix: &str| dir.path().join(format!("audit.jsonl{suffix}"));
+        for suffix in ["", ".1", ".2", ".3"] {
+            let text = fs::read_to_string(name(suffix)).expect("a log file");
+            assert!(
+                text.len() <= 10_000 && !text.is_empty(),
+                "{suffix}: {}",
+                text.len()
+            );
+            for line in text.lines() {
+                serde_json::from_str::<Value>(line).expect("whole JSON lines");
+            }
+            let mode = fs::metadata(name(suffix))
+                .expect("stat")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert!(
+            !name(".4").exists(),
+            "only {KEEP_ROTATED} old files are kept"
+        );
+        let newest = fs::read_to_string(&path).expect("read");
+        assert!(newest.lines().last().unwrap().contains("\"n39\""));
     }
 
     #[test]

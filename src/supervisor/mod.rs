@@ -633,6 +633,8 @@ mod tests {
                 String::from_utf8_lossy(&said),
                 "terminalfs: not started: terminalfs is shutting down\n"
             );
+            // The message is all of stderr: nothing was dropped to make room for it.
+            assert_eq!(job.snapshot().stderr.dropped, 0);
         }
         assert!(
             jobs.iter().all(|job| !job.is_running()),
