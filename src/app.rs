@@ -502,6 +502,12 @@ fn serve(
         if session_thread.is_finished() {
             break;
         }
+        // A lazy unmount (`--unmount`, `umount -l`) takes the tree out of the namespace
+        // while a command's stderr file keeps the connection open: that is a stop too.
+        if mount_state(&config.path) == MountState::NotMounted {
+            cause = "the mount was detached";
+            break;
+        }
         if let Some(signal) = wait_signal(&signals, Duration::from_millis(200)) {
             cause = match signal {
                 libc::SIGINT => "SIGINT",

@@ -97,7 +97,12 @@ fn finished_commands_survive_sigterm_and_a_crash() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(mount.wait_exit(Duration::from_secs(30)).is_some());
+    assert!(
+        mount.wait_exit(Duration::from_secs(30)).is_some(),
+        "--unmount said {:?}; the driver logged:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        mount.log()
+    );
     mount.spawn(&[]);
     check_commands(&mount);
     assert_eq!(mount.read("cmd/later/status"), "error\n");
