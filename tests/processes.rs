@@ -195,3 +195,100 @@ fn many_commands_at_once() {
         assert_eq!(mount.read(&format!("cmd/c{i}/stderr")), format!("err{i}\n"));
     }
 }
+
+/// Waits until `cmd/<name>/<file>` contains `needle`; returns what it holds then.
+fn holds(mount: &Mount, relative: &str, needle: &str) -> String {
+    let mut text = String::new();
+    let found = wait_until(Duration::from_secs(20), || {
+        text = std::fs::read_to_string(mount.p(relative)).unwrap_or_default();
+        text.contains(needle)
+    });
+    assert!(found, "{relative} never held {needle:?}: {text:?}");
+    text
+}
+
+#[test]
+fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
+    let mount = Mount::start();
+    // By name, with or without SIG, and by number: the shell's trap runs.
+    for (name, written, signal) in [
+        ("int", "INT", "INT"),
+        ("sigint", "SIGINT\n", "INT"),
+        ("two", "2", "INT"),
+    ] {
+        std::fs::write(
+            mount.p(&format!("ctl/{name}")),
+            format!("trap 'echo got {signal}; exit 7' {signal}; echo ready; while :; do sleep 0.05; done"),
+        )
+        .unwrap();
+        holds(&mount, &format!("cmd/{name}/stdout"), "ready");
+        std::fs::write(mount.p(&format!("cmd/{name}/kill")), written).unwrap();
+        assert_eq!(mount.wait(name), "error\n", "{name}");
+        assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "7\n", "{name}");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/stdout")),
+            format!("ready\ngot {signal}\n")
+        );
+    }
+    // To the whole command: a child in the background gets it too.
+    std::fs::write(
+        mount.p("ctl/family"),
+        "(trap 'echo child; exit 0' USR1; while :; do sleep 0.05; done) &
+         trap 'echo parent' USR1; echo ready; wait; wait",
+    )
+    .unwrap();
+    holds(&mount, "cmd/family/stdout", "ready");
+    mount.ok("echo USR1 > $M/cmd/family/kill");
+    assert_eq!(mount.wait("family"), "completed\n");
+    let mut said: Vec<String> = mount
+        .read("cmd/family/stdout")
+        .lines()
+        .map(String::from)
+        .collect();
+    said.sort();
+    assert_eq!(said, ["child", "parent", "ready"]);
+    // A signal with no trap ends it the default way; HUP is 128+1.
+    std::fs::write(mount.p("ctl/hup"), "sleep 600; echo never").unwrap();
+    mount.ok("cat $M/cmd/hup/pid >/dev/null; echo HUP > $M/cmd/hup/kill");
+    assert_eq!(mount.wait("hup"), "error\n");
+    assert_eq!(mount.read("cmd/hup/exitcode"), "129\n");
+}
+
+#[test]
+fn stop_pauses_until_cont_and_wait_waits_through_it() {
+    let mount = Mount::with_args(&["--wait-timeout", "1s"]);
+    std::fs::write(
+        mount.p("ctl/ticker"),
+        "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done",
+    )
+    .unwrap();
+    holds(&mount, "cmd/ticker/stdout", "3\n");
+    mount.ok("echo STOP > $M/cmd/ticker/kill");
+    assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
+    // Paused: wait times out with `running`, and the output stops growing.
+    let before = mount.read("cmd/ticker/stdout");
+    assert_eq!(mount.read("cmd/ticker/wait"), "running\n");
+    assert_eq!(mount.read("cmd/ticker/stdout"), before);
+    assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
+    mount.ok("echo CONT > $M/cmd/ticker/kill");
+    assert_eq!(mount.read("cmd/ticker/status"), "running\n");
+    assert!(wait_until(Duration::from_secs(20), || mount
+        .read("cmd/ticker/stdout")
+        .len()
+        > before.len()));
+    // Stopping a paused command continues it after the TERM, so TERM (not the KILL
+    // after the grace) ends it; `: > kill`, a close without a write, stops it too.
+    mount.ok("echo STOP > $M/cmd/ticker/kill");
+    assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
+    mount.ok(": > $M/cmd/ticker/kill");
+    assert_eq!(mount.wait("ticker"), "error\n");
+    assert_eq!(mount.read("cmd/ticker/exitcode"), "143\n");
+    assert!(mount.read("cmd/ticker/reason").contains("kill"));
+    // A kill file written after the command stopped is harmless.
+    assert!(mount
+        .sh("echo INT > $M/cmd/ticker/kill")
+        .status
+        .code()
+        .is_some());
+    assert_eq!(mount.read("cmd/ticker/status"), "error\n");
+}

@@ -21,6 +21,8 @@ pub trait Spawner: Send + Sync {
     fn spawn(&self, request: SpawnRequest) -> Arc<Job>;
     /// Stops a job (SIGTERM, then SIGKILL after a grace); nothing for a stopped one.
     fn kill(&self, job: &Arc<Job>, why: &str);
+    /// Sends one signal to the whole of a running job; nothing for a stopped one.
+    fn signal(&self, job: &Arc<Job>, signal: i32);
     /// The shell commands run in, for the pages.
     fn shell(&self) -> &Path;
     /// The directory commands run in, for the pages and the audit log.
@@ -49,6 +51,10 @@ impl Spawner for Supervisor {
 
     fn kill(&self, job: &Arc<Job>, why: &str) {
         Supervisor::kill(self, job, why)
+    }
+
+    fn signal(&self, job: &Arc<Job>, signal: i32) {
+        Supervisor::signal(self, job, signal)
     }
 
     fn shell(&self) -> &Path {

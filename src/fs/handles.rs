@@ -12,6 +12,7 @@ use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write};
 use super::view::View;
 use super::Tree;
 use crate::supervisor::{InputError, Stream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -35,6 +36,32 @@ pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
         0o400,
         mtime,
     ))
+}
+
+/// The reason a command stopped through its `kill` file has.
+const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
+
+/// The signal a write to `kill` names (`INT`, `SIGINT`, `2`, ...), if it names one of
+/// those a command may be sent; any other text stops the command. Names are upper
+/// case only, so `echo stop > kill` stops the command rather than pausing it.
+fn signal_named(data: &[u8]) -> Option<i32> {
+    const SIGNALS: [(&str, i32); 9] = [
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("KILL", libc::SIGKILL),
+        ("USR1", libc::SIGUSR1),
+        ("USR2", libc::SIGUSR2),
+        ("TERM", libc::SIGTERM),
+        ("CONT", libc::SIGCONT),
+        ("STOP", libc::SIGSTOP),
+    ];
+    let text = std::str::from_utf8(data).ok()?.trim();
+    if let Ok(number) = text.parse::<i32>() {
+        return SIGNALS.iter().find(|(_, n)| *n == number).map(|(_, n)| *n);
+    }
+    let name = text.strip_prefix("SIG").unwrap_or(text);
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, n)| *n)
 }
 
 fn slice_at(bytes: &[u8], offset: u64, size: usize) -> Vec<u8> {
@@ -259,7 +286,10 @@ impl Tree {
                         job: job.clone(),
                         answer: None,
                     },
-                    (Run::Job(job), How::Kill) => Body::Kill { job: job.clone() },
+                    (Run::Job(job), How::Kill) => Body::Kill {
+                        job: job.clone(),
+                        written: AtomicBool::new(false),
+                    },
                     (Run::Job(job), How::Input) => Body::Input {
                         job: job.clone(),
                         script: command.script.clone(),
@@ -313,7 +343,10 @@ impl Tree {
             return None;
         }
         let attr = slots::file_attr(id, command, Slot::Kill);
-        let body = Body::Kill { job: job.clone() };
+        let body = Body::Kill {
+            job: job.clone(),
+            written: AtomicBool::new(false),
+        };
         let fh = state.add_handle(Some(id), body);
         Some(Ok((attr, opened(fh, true))))
     }
@@ -391,11 +424,14 @@ impl Tree {
             None => String::new(),
         };
         match (&handle.body, handle.owner) {
-            (Body::Kill { job }, _) => {
+            (Body::Kill { job, written }, _) => {
+                written.store(true, Ordering::Relaxed);
                 let job = job.clone();
                 drop(state);
-                self.spawner
-                    .kill(&job, "killed: a write to its kill file stopped it");
+                match signal_named(data) {
+                    Some(signal) => self.spawner.signal(&job, signal),
+                    None => self.spawner.kill(&job, KILLED_BY_A_WRITE),
+                }
                 Ok(Write::Done(data.len() as u32))
             }
             (Body::Input { job, script }, _) => {
@@ -430,6 +466,15 @@ impl Tree {
             let handle = state.handles.remove(&fh)?;
             let owner = handle.owner?;
             let writer = matches!(handle.body, Body::Draft { write: true, .. });
+            // `: > kill` opens and closes without a write: that stops it too.
+            if let Body::Kill { job, written } = &handle.body {
+                if !written.load(Ordering::Relaxed) {
+                    effects.push(Effect::Kill {
+                        job: job.clone(),
+                        why: KILLED_BY_A_WRITE,
+                    });
+                }
+            }
             effects.push(Effect::Discard(Discarded::Handle(handle)));
             match state.entries.get_mut(&owner) {
                 Some(Entry::Draft(_)) => return writer.then_some(owner),

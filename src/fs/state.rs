@@ -112,6 +112,7 @@ impl Run {
             Run::Denied { .. } => "denied",
             Run::Starting => "running",
             Run::Job(job) => match job.outcome() {
+                None if job.is_paused() => "paused",
                 None => "running",
                 Some(true) => "completed",
                 Some(false) => "error",
@@ -190,8 +191,11 @@ pub(super) enum Body {
         job: Arc<Job>,
         answer: Option<&'static [u8]>,
     },
+    /// A writer of `kill`. `written` tells a close after writes from `: > kill`,
+    /// which opens and closes without writing and stops the command too.
     Kill {
         job: Arc<Job>,
+        written: std::sync::atomic::AtomicBool,
     },
     /// A writer of `stdin`. `script` holds what a shell has been given so far, which
     /// each write is checked with; None when the program is not a shell.

@@ -101,6 +101,8 @@ struct State {
     /// Stopped by the driver's shutdown (or found running after a crash): it did not
     /// get to finish, whatever its exit code says.
     interrupted: bool,
+    /// Stopped by a STOP written to `kill` and not continued since.
+    paused: bool,
 }
 
 pub struct Job {
@@ -153,6 +155,7 @@ impl Job {
                 open_pipes,
                 kill_grace,
                 interrupted: false,
+                paused: false,
             }),
         }
     }
@@ -219,6 +222,7 @@ impl Job {
                 open_pipes: 0,
                 kill_grace,
                 interrupted,
+                paused: false,
             }),
         };
         if interrupted {
@@ -291,6 +295,21 @@ impl Job {
 
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Whether the job runs but was paused (SIGSTOP) and not continued since.
+    pub fn is_paused(&self) -> bool {
+        let state = self.state.lock();
+        state.paused && matches!(state.phase, Phase::Running { .. })
+    }
+
+    /// Records a pause (SIGSTOP sent) or its end (SIGCONT sent); returns whether that
+    /// changed anything.
+    pub(crate) fn set_paused(&self, paused: bool) -> bool {
+        let mut state = self.state.lock();
+        let changed = state.paused != paused;
+        state.paused = paused;
+        changed
     }
 
     pub(crate) fn kill_grace(&self) -> Duration {

@@ -466,10 +466,32 @@ impl Supervisor {
     /// Killing a stopped job is not an error and does nothing.
     pub fn kill(&self, job: &Arc<Job>, why: &str) {
         if job.signal_group(libc::SIGTERM, why) {
+            // A paused command cannot act on its TERM until it is continued.
+            if job.set_paused(false) {
+                job.signal_group(libc::SIGCONT, "");
+            }
             self.timer.schedule(
                 Instant::now() + self.config.kill_grace,
                 TimerAction::Kill(job.clone()),
             );
+            (self.notify)(job.id());
+        }
+    }
+
+    /// Sends `signal` to the whole of a running job (its process group and cgroup);
+    /// SIGSTOP and SIGCONT also mark it paused or running again. Nothing for a job
+    /// that has stopped.
+    pub fn signal(&self, job: &Arc<Job>, signal: i32) {
+        if job.signal_group(signal, "") {
+            match signal {
+                libc::SIGSTOP => {
+                    job.set_paused(true);
+                }
+                libc::SIGCONT => {
+                    job.set_paused(false);
+                }
+                _ => {}
+            }
             (self.notify)(job.id());
         }
     }
