@@ -24,6 +24,8 @@ pub(super) struct Fake {
     pub kills: TestMutex<Vec<(u64, String)>>,
     /// The read end of each stdin pipe handed out, by command name.
     pub stdin: TestMutex<Vec<(String, OwnedFd)>>,
+    /// (job id, signal) for each signal sent through `kill`.
+    pub signals: TestMutex<Vec<(u64, i32)>>,
     shell: PathBuf,
     cwd: PathBuf,
 }
@@ -47,6 +49,7 @@ impl Fake {
             spawned: TestMutex::new(Vec::new()),
             kills: TestMutex::new(Vec::new()),
             stdin: TestMutex::new(Vec::new()),
+            signals: TestMutex::new(Vec::new()),
             shell: PathBuf::from("/bin/sh"),
             cwd: dir.to_path_buf(),
         }
@@ -119,6 +122,10 @@ impl Spawner for Fake {
 
     fn kill(&self, job: &Arc<Job>, why: &str) {
         self.kills.lock().push((job.id(), why.to_string()));
+    }
+
+    fn signal(&self, job: &Arc<Job>, signal: i32) {
+        self.signals.lock().push((job.id(), signal));
     }
 
     fn shell(&self) -> &Path {
@@ -740,12 +747,46 @@ fn a_write_to_kill_stops_the_job() {
     let dir = rig.run("x", "sleep 9");
     let kill = rig.found(dir, "kill").expect("kill").ino;
     let fh = rig.tree.open(kill, W).expect("open").fh;
-    assert!(matches!(rig.tree.write(fh, 0, b"1\n"), Ok(Write::Done(2))));
+    assert!(matches!(
+        rig.tree.write(fh, 0, b"stop\n"),
+        Ok(Write::Done(5))
+    ));
     rig.tree.release(fh);
     let kills = rig.fake.kills.lock();
     assert_eq!(kills.len(), 1);
     assert_eq!(kills[0].0, rig.fake.job("x").id());
     assert!(kills[0].1.contains("kill file"), "{}", kills[0].1);
+}
+
+#[test]
+fn a_signal_name_or_number_in_kill_sends_that_signal_and_a_bare_close_stops() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "sleep 9");
+    let id = rig.fake.job("x").id();
+    let kill = rig.found(dir, "kill").expect("kill").ino;
+    for (text, signal) in [
+        (&b"INT\n"[..], libc::SIGINT),
+        (b"SIGUSR1", libc::SIGUSR1),
+        (b"15\n", libc::SIGTERM),
+        (b"STOP\n", libc::SIGSTOP),
+        (b"CONT", libc::SIGCONT),
+    ] {
+        let fh = rig.tree.open(kill, W).expect("open").fh;
+        assert!(matches!(rig.tree.write(fh, 0, text), Ok(Write::Done(_))));
+        rig.tree.release(fh);
+        assert_eq!(rig.fake.signals.lock().last(), Some(&(id, signal)));
+    }
+    assert!(rig.fake.kills.lock().is_empty(), "a signal is not a stop");
+    // Lower case, unknown names and other numbers stop it; so does `: > kill`.
+    for text in [&b"int"[..], b"SIGFOO", b"99"] {
+        let fh = rig.tree.open(kill, W).expect("open").fh;
+        assert!(matches!(rig.tree.write(fh, 0, text), Ok(Write::Done(_))));
+        rig.tree.release(fh);
+    }
+    let fh = rig.tree.open(kill, W).expect("open").fh;
+    rig.tree.release(fh);
+    assert_eq!(rig.fake.kills.lock().len(), 4);
+    assert_eq!(rig.fake.signals.lock().len(), 5);
 }
 
 #[test]
