@@ -405,6 +405,13 @@ fn serve(
                 cwd: config.cwd.clone(),
                 kill_grace: config.kill_grace,
                 cgroup_tag: Some(crate::supervisor::cgroup::tag_for(&config.path)),
+                // A small process forks commands (see `supervisor::spawner`); elsewhere
+                // than Linux the driver does.
+                spawner: if cfg!(target_os = "linux") {
+                    std::env::current_exe().ok()
+                } else {
+                    None
+                },
             },
             spool.clone(),
             Arc::new(move |id| {
@@ -413,7 +420,11 @@ fn serve(
         )
         .map_err(|e| format!("cannot start the supervisor: {e}"))?,
     );
-    log(&format!("containment: {}", supervisor.containment()));
+    log(&format!(
+        "containment: {}; commands are forked by {}",
+        supervisor.containment(),
+        supervisor.spawning()
+    ));
     if supervisor.reaped_at_start() > 0 {
         log(&format!(
             "reaped {} process(es) that an earlier driver at {} left running",

@@ -7,6 +7,14 @@ use terminalfs::config::{absolute, default_mount_path, Config};
 use terminalfs::{app, policy, selftest};
 
 fn main() {
+    // The driver runs this binary again as its spawner process.
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(
+            terminalfs::supervisor::spawner::SPAWNER_ARG,
+        ))
+    {
+        std::process::exit(terminalfs::supervisor::spawner::serve());
+    }
     let cli = Cli::parse();
     let code = match run(&cli) {
         Ok(()) => 0,

@@ -410,3 +410,63 @@ fn a_stderr_writer_outliving_a_dead_driver_gets_errors_not_a_hang() {
     }
     assert!(gone, "the writer is still there after the driver died");
 }
+
+fn result(mount: &Mount, name: &str) -> serde_json::Value {
+    serde_json::from_str(&mount.read(&format!("cmd/{name}/result.json"))).unwrap()
+}
+
+#[test]
+fn max_rss_is_the_commands_own_peak_and_says_where_it_comes_from() {
+    let mount = Mount::start();
+    assert!(
+        mount
+            .log()
+            .contains("commands are forked by a spawner process"),
+        "{}",
+        mount.log()
+    );
+    assert_eq!(mount.run("small", "true"), "completed\n");
+    let small = result(&mount, "small");
+    let kib = small["max_rss_kib"].as_u64().unwrap();
+    assert!(kib > 0 && kib < 10 * 1024, "{small}");
+    assert!(small["max_rss_source"].as_str().is_some(), "{small}");
+    // 200 MB allocated and touched: the figure is Python's own peak, within 10%.
+    let script = "import resource\n\
+                  b = bytearray(200 * 1024 * 1024)\n\
+                  for i in range(0, len(b), 4096):\n    b[i] = 1\n\
+                  print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n";
+    std::fs::write(mount.dir.path().join("big.py"), script).unwrap();
+    assert_eq!(mount.run("big", "exec python3 big.py"), "completed\n");
+    let own: f64 = mount.read("cmd/big/stdout").trim().parse().unwrap();
+    let big = result(&mount, "big");
+    let reported = big["max_rss_kib"].as_f64().unwrap();
+    assert!(own > 200_000.0, "python touched {own} KiB");
+    assert!(
+        (reported - own).abs() <= own * 0.1,
+        "reported {reported} KiB, python's own peak {own} KiB"
+    );
+}
+
+#[test]
+fn commands_outlive_a_lost_spawner_as_killed_and_new_ones_still_start() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/long"), "sleep 60").unwrap();
+    let mut pid = None;
+    assert!(wait_until(Duration::from_secs(10), || {
+        pid = result(&mount, "long")["pid"].as_i64();
+        pid.is_some()
+    }));
+    // The command's parent is the spawner, a child of the driver.
+    let spawner = proc_stat(pid.unwrap() as i32).unwrap().ppid;
+    assert_ne!(spawner, mount.pid() as i32);
+    assert_eq!(proc_stat(spawner).unwrap().ppid, mount.pid() as i32);
+    // SAFETY: killing the driver's spawner, which this test found above.
+    unsafe {
+        libc::kill(spawner, libc::SIGKILL);
+    }
+    assert_eq!(mount.wait("long"), "error    \n");
+    assert_eq!(result(&mount, "long")["signal"], 9);
+    // The driver forks by itself from now on.
+    assert_eq!(mount.run("after", "echo still"), "completed\n");
+    assert_eq!(mount.read("cmd/after/stdout"), "still\n");
+}

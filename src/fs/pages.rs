@@ -373,6 +373,10 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "user_ms": exit.as_ref().map(|e| e.user_ms),
         "sys_ms": exit.as_ref().map(|e| e.sys_ms),
         "max_rss_kib": exit.as_ref().map(|e| e.max_rss_kib),
+        "max_rss_source": exit
+            .as_ref()
+            .map(|e| e.max_rss_source.as_str())
+            .filter(|source| !source.is_empty()),
         "stdout": stream(snapshot.stdout),
         "stderr": stream(snapshot.stderr),
         "output": stream(snapshot.output),

@@ -51,6 +51,8 @@ pub struct Exit {
     pub user_ms: u64,
     pub sys_ms: u64,
     pub max_rss_kib: u64,
+    /// Where `max_rss_kib` comes from; empty when there is no figure.
+    pub max_rss_source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,6 +184,7 @@ impl Job {
             user_ms: number(e, "user_ms"),
             sys_ms: number(e, "sys_ms"),
             max_rss_kib: number(e, "max_rss_kib"),
+            max_rss_source: e["max_rss_source"].as_str().unwrap_or("").to_string(),
         });
         let interrupted = exit.is_none() || flag("interrupted");
         let started_at = time("started_at_ms");
@@ -206,6 +209,7 @@ impl Job {
                     user_ms: 0,
                     sys_ms: 0,
                     max_rss_kib: 0,
+                    max_rss_source: String::new(),
                 })),
                 pid: meta["pid"].as_i64().map(|p| p as i32),
                 capture,
@@ -247,6 +251,7 @@ impl Job {
                 "user_ms": exit.user_ms,
                 "sys_ms": exit.sys_ms,
                 "max_rss_kib": exit.max_rss_kib,
+                "max_rss_source": exit.max_rss_source,
             }),
         };
         json!({
@@ -335,6 +340,7 @@ impl Job {
             user_ms: 0,
             sys_ms: 0,
             max_rss_kib: 0,
+            max_rss_source: String::new(),
         });
         let now = SystemTime::now();
         state.started_at = Some(now);

@@ -20,6 +20,7 @@ mod input;
 mod job;
 mod pump;
 mod spawn;
+pub mod spawner;
 pub mod terminal;
 mod timer;
 mod writable;
@@ -92,6 +93,9 @@ pub struct SupervisorConfig {
     /// Try per-command cgroups named after this tag (see [`cgroup`]); None: process
     /// groups only.
     pub cgroup_tag: Option<String>,
+    /// The program to run as the spawner (see [`spawner`]): this binary. None: the
+    /// driver forks commands itself.
+    pub spawner: Option<PathBuf>,
 }
 
 /// One command to start.
@@ -164,6 +168,9 @@ pub struct Supervisor {
     containment: String,
     /// Processes reaped at start from cgroups an earlier driver left behind.
     reaped_at_start: usize,
+    spawner: Option<spawner::Spawner>,
+    /// Who forks commands, for the log.
+    spawning: &'static str,
     /// Set when shutdown begins: no command starts after that.
     closing: AtomicBool,
     /// Held shared by every start from its look at `closing` until its job is live,
@@ -190,7 +197,17 @@ impl Supervisor {
         }
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
         let registry: Arc<Registry> = Default::default();
-        let pump = Pump::start(notify.clone(), live.clone(), registry.clone())?;
+        let (spawner, events, spawning) = match &config.spawner {
+            Some(program) => match spawner::Spawner::start(program) {
+                Ok((spawner, events)) => (Some(spawner), Some(events), "a spawner process"),
+                Err(error) => {
+                    eprintln!("terminalfs: forking commands from the driver: cannot start the spawner: {error}");
+                    (None, None, "the driver")
+                }
+            },
+            None => (None, None, "the driver"),
+        };
+        let pump = Pump::start(notify.clone(), live.clone(), registry.clone(), events)?;
         let timer = Timer::start();
         let writable = Writable::start(notify.clone())?;
         let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
@@ -223,6 +240,8 @@ impl Supervisor {
             cgroups,
             containment,
             reaped_at_start,
+            spawner,
+            spawning,
             closing: AtomicBool::new(false),
             start_gate: parking_lot::RwLock::new(()),
             registry,
@@ -242,6 +261,11 @@ impl Supervisor {
     ) -> Result<Arc<Job>, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         Job::restore(id, meta, capture, self.config.kill_grace).map(Arc::new)
+    }
+
+    /// Who forks commands: "a spawner process" or "the driver".
+    pub fn spawning(&self) -> &str {
+        self.spawning
     }
 
     /// How commands are contained, in one line for the log.
@@ -358,10 +382,10 @@ impl Supervisor {
         let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
         let job = Arc::new(job);
         match self.fork(&job, &request, child, pump, procs, rlimit) {
-            Ok(pid) => {
+            Ok((pid, by_spawner)) => {
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
-                self.pump.started(id, pid);
+                self.pump.started(id, pid, by_spawner);
                 if let Some(limit) = request.timeout {
                     self.timer.schedule(
                         Instant::now() + limit,
@@ -388,7 +412,7 @@ impl Supervisor {
         (stdout_read, stderr_read): (OwnedFd, Option<OwnedFd>),
         procs: Option<std::ffi::CString>,
         rlimit: Option<u64>,
-    ) -> Result<i32, String> {
+    ) -> Result<(i32, bool), String> {
         let id = job.id();
         let terminal = matches!(request.stdin, Stdin::Terminal(_));
         let (status_read, status_write) = pump::make_status_pipe()
@@ -430,6 +454,12 @@ impl Supervisor {
         .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
         prepared.stdin = stdin.as_ref().map(|fd| fd.as_raw_fd());
         prepared.terminal = terminal;
+        #[cfg(target_os = "linux")]
+        if procs.is_some() {
+            prepared.cgroup_dir = job
+                .cgroup_dir()
+                .and_then(|dir| std::fs::File::open(dir).ok().map(OwnedFd::from));
+        }
         prepared.procs = procs;
         prepared.rlimit = rlimit;
         prepared.script = script.as_ref().map(|fd| fd.as_raw_fd());
@@ -444,13 +474,21 @@ impl Supervisor {
         self.registry.insert(capture.clone());
         self.pump
             .watch(capture, stderr_read, status_read, what.clone());
-        let pid = prepared
-            .fork()
-            .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
+        let forked = match self
+            .spawner
+            .as_ref()
+            .map(|spawner| spawner.spawn(&prepared))
+        {
+            Some(Ok(forked)) => forked.map(|pid| (pid, true)),
+            // No spawner, or it cannot be reached: fork here.
+            _ => prepared.fork().map(|pid| (pid, false)),
+        };
+        let forked =
+            forked.map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
         // Our copies of the child's ends go now, or the pipes never end; the script
         // too (the child has its own).
         drop((stdin, stdout_write, stderr_write, status_write, script));
-        Ok(pid)
+        Ok(forked)
     }
 
     /// A job that never ran: it has stopped with exit code -1 and `message` on its
@@ -588,6 +626,7 @@ mod tests {
                     cwd: std::env::temp_dir(),
                     kill_grace: Duration::from_millis(200),
                     cgroup_tag: None,
+                    spawner: None,
                 },
                 spool,
                 Arc::new(|_| {}),

@@ -20,6 +20,7 @@
 use crate::supervisor::capture::{Capture, Pumped, Registry, CHUNK};
 use crate::supervisor::job::{Exit, Job, Stream};
 use crate::supervisor::spawn::{self, Stage};
+use crate::supervisor::spawner::{self, Reaped};
 use crate::supervisor::Notify;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -62,6 +63,8 @@ struct Source {
     status: Option<OwnedFd>,
     /// What came through the status pipe.
     failure: Vec<u8>,
+    /// The spawner forked it (and reaps it).
+    by_spawner: bool,
     /// The start of a failure message: what the child was to run, and where.
     what: String,
     pid: i32,
@@ -81,7 +84,7 @@ impl Source {
 
 enum Incoming {
     Watch(Source),
-    Started(u64, i32, Option<OwnedFd>),
+    Started(u64, i32, Option<OwnedFd>, bool),
     Abandon(u64),
 }
 
@@ -118,6 +121,7 @@ impl Pump {
         notify: Notify,
         live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
         registry: Arc<Registry>,
+        spawner_events: Option<OwnedFd>,
     ) -> std::io::Result<Pump> {
         let (wake_read, wake_write) = pipe()?;
         set_nonblocking(wake_read.as_raw_fd());
@@ -131,7 +135,16 @@ impl Pump {
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("tfs-pump".into())
-            .spawn(move || run(thread_shared, wake_read, notify, live, registry))?;
+            .spawn(move || {
+                run(
+                    thread_shared,
+                    wake_read,
+                    spawner_events,
+                    notify,
+                    live,
+                    registry,
+                )
+            })?;
         Ok(Pump {
             shared,
             thread: Arc::new(Mutex::new(Some(thread))),
@@ -153,6 +166,7 @@ impl Pump {
             stderr,
             status: Some(status),
             failure: Vec::new(),
+            by_spawner: false,
             what,
             pid: 0,
             pidfd: None,
@@ -160,8 +174,12 @@ impl Pump {
         }));
     }
 
-    /// The watched command's shell is running as `pid`: reap it when it exits.
-    pub fn started(&self, job: u64, pid: i32) {
+    /// The watched command's shell is running as `pid`: reap it when it exits. A child
+    /// of the spawner is reaped there, and its exit comes as an event.
+    pub fn started(&self, job: u64, pid: i32, by_spawner: bool) {
+        if by_spawner {
+            return self.send(Incoming::Started(job, pid, None, true));
+        }
         let pidfd = open_pidfd(pid);
         if pidfd.is_none() {
             let shared = self.shared.clone();
@@ -189,7 +207,7 @@ impl Pump {
                 })
                 .expect("a waiter thread can be spawned");
         }
-        self.send(Incoming::Started(job, pid, pidfd));
+        self.send(Incoming::Started(job, pid, pidfd, false));
     }
 
     /// The watched command never started: close its pipes.
@@ -214,6 +232,7 @@ impl Pump {
 fn run(
     shared: Arc<Shared>,
     wake_read: OwnedFd,
+    mut spawner_events: Option<OwnedFd>,
     notify: Notify,
     live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
     registry: Arc<Registry>,
@@ -225,12 +244,16 @@ fn run(
     let mut buffer = vec![0u8; CHUNK];
     let mut fds: Vec<libc::pollfd> = Vec::new();
     let mut order: Vec<u64> = Vec::new();
+    let mut reaped_by_spawner: Vec<Reaped> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
         take_incoming(&shared, &mut sources, &registry);
 
         fds.clear();
         order.clear();
         fds.push(pollfd(wake_read.as_raw_fd()));
+        fds.push(pollfd(
+            spawner_events.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+        ));
         for (id, source) in &sources {
             order.push(*id);
             fds.push(pollfd(source.capture.stdout_fd()));
@@ -252,13 +275,32 @@ fn run(
         }
         take_incoming(&shared, &mut sources, &registry);
         unclaimed.append(&mut shared.exits.lock());
+        if fds[1].revents != 0 {
+            let events = spawner_events.as_ref().map_or(-1, |fd| fd.as_raw_fd());
+            let ended = spawner::read_events(events, &mut reaped_by_spawner);
+            for reaped in reaped_by_spawner.drain(..) {
+                unclaimed.push((reaped.pid, reaped.status, reaped.rusage()));
+            }
+            if ended {
+                // The spawner is gone, and its children with it (their parent-death
+                // signal): they count as killed.
+                spawner_events = None;
+                for source in sources.values() {
+                    if source.pid > 0 && !source.reaped && source.by_spawner {
+                        // SAFETY: rusage is plain data; zero is valid for every field.
+                        let usage: libc::rusage = unsafe { std::mem::zeroed() };
+                        unclaimed.push((source.pid, libc::SIGKILL, usage));
+                    }
+                }
+            }
+        }
 
         let mut news: Vec<u64> = Vec::new();
         for (index, id) in order.iter().enumerate() {
             let Some(source) = sources.get_mut(id) else {
                 continue;
             };
-            let base = 1 + 4 * index;
+            let base = 2 + 4 * index;
             let [out_fd, err_fd, status_fd, pid_fd] =
                 [fds[base], fds[base + 1], fds[base + 2], fds[base + 3]];
             let mut changed = false;
@@ -303,7 +345,11 @@ fn run(
                         };
                         source.job().mark_failed_to_start(&message);
                     }
-                    None => source.job().mark_exited(exit_from(raw, &usage)),
+                    None => {
+                        let peak = source.job().cgroup_dir().and_then(memory_peak_kib);
+                        let exit = exit_from(raw, &usage, peak, source.by_spawner);
+                        source.job().mark_exited(exit)
+                    }
                 }
                 source.reaped = true;
                 changed = true;
@@ -333,10 +379,11 @@ fn take_incoming(shared: &Shared, sources: &mut HashMap<u64, Source>, registry: 
             Incoming::Watch(source) => {
                 sources.insert(source.job().id(), source);
             }
-            Incoming::Started(id, pid, pidfd) => {
+            Incoming::Started(id, pid, pidfd, by_spawner) => {
                 if let Some(source) = sources.get_mut(&id) {
                     source.pid = pid;
                     source.pidfd = pidfd;
+                    source.by_spawner = by_spawner;
                 }
             }
             Incoming::Abandon(id) => {
@@ -430,7 +477,17 @@ fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
     (got == pid).then_some((status, usage))
 }
 
-fn exit_from(raw: i32, usage: &libc::rusage) -> Exit {
+/// The cgroup's peak memory use in KiB, where the memory controller keeps one.
+fn memory_peak_kib(dir: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join("memory.peak")).ok()?;
+    Some(text.trim().parse::<u64>().ok()? / 1024)
+}
+
+/// How a command ended. Its peak memory is its cgroup's `memory.peak` when there is
+/// one (everything it started, at once), else `ru_maxrss`: the largest of the shell
+/// and the descendants it waited for, which a child forked from the driver would
+/// start at the driver's size, so it is said which process forked it.
+fn exit_from(raw: i32, usage: &libc::rusage, peak: Option<u64>, by_spawner: bool) -> Exit {
     let ms = |tv: libc::timeval| tv.tv_sec as u64 * 1000 + tv.tv_usec as u64 / 1000;
     let (code, signal) = if libc::WIFSIGNALED(raw) {
         let signal = libc::WTERMSIG(raw);
@@ -444,12 +501,24 @@ fn exit_from(raw: i32, usage: &libc::rusage) -> Exit {
     } else {
         usage.ru_maxrss as u64
     };
+    let (max_rss_kib, max_rss_source) = match peak {
+        Some(peak) => (peak, "cgroup memory.peak (the whole command)"),
+        None if by_spawner => (
+            max_rss_kib,
+            "ru_maxrss: the largest of the shell and the processes it waited for",
+        ),
+        None => (
+            max_rss_kib,
+            "ru_maxrss, forked from the driver: at least the driver's size at the fork",
+        ),
+    };
     Exit {
         code,
         signal,
         user_ms: ms(usage.ru_utime),
         sys_ms: ms(usage.ru_stime),
         max_rss_kib,
+        max_rss_source: max_rss_source.to_string(),
     }
 }
 

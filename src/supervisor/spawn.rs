@@ -62,15 +62,16 @@ pub fn decode_failure(bytes: &[u8]) -> Option<(Stage, std::io::Error)> {
 
 /// Everything the child needs, prepared before the fork.
 pub struct Prepared {
-    program: CString,
-    /// The argument and environment strings; the pointer vectors point into them.
-    _strings: Vec<CString>,
-    argv: Vec<*const libc::c_char>,
-    envp: Vec<*const libc::c_char>,
-    cwd: CString,
+    pub(super) program: CString,
+    pub(super) args: Vec<CString>,
+    pub(super) env: Vec<CString>,
+    pub(super) cwd: CString,
     dev_null: CString,
     /// The command's cgroup's `cgroup.procs`, to join.
     pub procs: Option<CString>,
+    /// The command's cgroup's directory, for a child born in it (Linux `clone3` with
+    /// `CLONE_INTO_CGROUP`, which spares the slow migration of a joining process).
+    pub cgroup_dir: Option<std::os::fd::OwnedFd>,
     /// An address-space limit in bytes.
     pub rlimit: Option<u64>,
     /// The stderr file to open through the mount, else stderr is `stderr_pipe`.
@@ -107,6 +108,36 @@ fn resolve(program: &Path) -> OsString {
 }
 
 impl Prepared {
+    /// A child to run `program` with `args` (the first is its name) and `env`, in
+    /// `cwd`, from strings already prepared.
+    pub fn from_parts(
+        program: CString,
+        args: Vec<CString>,
+        env: Vec<CString>,
+        cwd: CString,
+        stdout: RawFd,
+        stderr_pipe: RawFd,
+        status: RawFd,
+    ) -> Prepared {
+        Prepared {
+            program,
+            args,
+            env,
+            cwd,
+            dev_null: c"/dev/null".to_owned(),
+            procs: None,
+            cgroup_dir: None,
+            rlimit: None,
+            stderr_file: None,
+            stdin: None,
+            terminal: false,
+            stdout,
+            stderr_pipe,
+            script: None,
+            status,
+        }
+    }
+
     /// Prepares `<shell> <args...>` in `cwd` with the driver's environment plus `env`.
     pub fn new(
         shell: &Path,
@@ -118,11 +149,11 @@ impl Prepared {
         status: RawFd,
     ) -> std::io::Result<Prepared> {
         let program = c_string(resolve(shell).as_bytes())?;
-        let mut strings = vec![c_string(shell.as_os_str().as_bytes())?];
+        let mut args_c = vec![c_string(shell.as_os_str().as_bytes())?];
         for arg in args {
-            strings.push(c_string(arg.as_bytes())?);
+            args_c.push(c_string(arg.as_bytes())?);
         }
-        let argc = strings.len();
+        let mut env_c = Vec::new();
         for (key, value) in std::env::vars_os() {
             if env.iter().any(|(name, _)| OsStr::new(name) == key) {
                 continue;
@@ -132,45 +163,36 @@ impl Prepared {
             entry.extend_from_slice(value.as_bytes());
             // A variable with a NUL byte cannot be passed on; it is left out.
             if let Ok(entry) = CString::new(entry) {
-                strings.push(entry);
+                env_c.push(entry);
             }
         }
         for (name, value) in env {
             let mut entry = name.as_bytes().to_vec();
             entry.push(b'=');
             entry.extend_from_slice(value.as_bytes());
-            strings.push(c_string(&entry)?);
+            env_c.push(c_string(&entry)?);
         }
-        let pointers = |list: &[CString]| {
-            let mut pointers: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
-            pointers.push(std::ptr::null());
-            pointers
-        };
-        let argv = pointers(&strings[..argc]);
-        let envp = pointers(&strings[argc..]);
-        Ok(Prepared {
+        Ok(Prepared::from_parts(
             program,
-            _strings: strings,
-            argv,
-            envp,
-            cwd: c_string(cwd.as_os_str().as_bytes())?,
-            dev_null: c"/dev/null".to_owned(),
-            procs: None,
-            rlimit: None,
-            stderr_file: None,
-            stdin: None,
-            terminal: false,
+            args_c,
+            env_c,
+            c_string(cwd.as_os_str().as_bytes())?,
             stdout,
             stderr_pipe,
-            script: None,
             status,
-        })
+        ))
     }
 
     /// Forks the child; returns its pid once the child is placed (its session, signals
     /// and cgroup), without waiting for its exec.
     pub fn fork(&self) -> std::io::Result<i32> {
         let parent = std::process::id() as libc::pid_t;
+        let pointers = |list: &[CString]| {
+            let mut pointers: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
+            pointers.push(std::ptr::null());
+            pointers
+        };
+        let (argv, envp) = (pointers(&self.args), pointers(&self.env));
         let mut placed = [0; 2];
         #[cfg(target_os = "linux")]
         // SAFETY: pipe2 fills two descriptors, closed below.
@@ -196,10 +218,18 @@ impl Prepared {
         };
         // SAFETY: the child runs only `child`, which makes async-signal-safe system
         // calls on memory prepared before the fork, and never returns.
-        let pid = unsafe { libc::fork() };
+        let (pid, born_in_cgroup) = unsafe { self.clone_into_cgroup() };
         if pid == 0 {
             // SAFETY: in the child of a fork, before exec.
-            unsafe { self.child(parent, &default_action, placed[1]) }
+            unsafe {
+                self.child(
+                    parent,
+                    &default_action,
+                    placed[1],
+                    born_in_cgroup,
+                    (&argv, &envp),
+                )
+            }
         }
         let error = std::io::Error::last_os_error();
         // SAFETY: closing our copy of the write end, then waiting for the child's one
@@ -230,6 +260,8 @@ impl Prepared {
         parent: libc::pid_t,
         default_action: &libc::sigaction,
         placed: RawFd,
+        born_in_cgroup: bool,
+        (argv, envp): (&[*const libc::c_char], &[*const libc::c_char]),
     ) -> ! {
         if libc::setsid() < 0 {
             self.fail(Stage::Session);
@@ -255,7 +287,7 @@ impl Prepared {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = parent;
-        if let Some(procs) = &self.procs {
+        if let (Some(procs), false) = (&self.procs, born_in_cgroup) {
             if super::cgroup::join_in_child(procs).is_err() {
                 self.fail(Stage::Cgroup);
             }
@@ -305,12 +337,61 @@ impl Prepared {
                 self.fail(Stage::Descriptors);
             }
         }
-        libc::execve(
-            self.program.as_ptr(),
-            self.argv.as_ptr(),
-            self.envp.as_ptr(),
-        );
+        libc::execve(self.program.as_ptr(), argv.as_ptr(), envp.as_ptr());
         self.fail(Stage::Exec)
+    }
+
+    /// Forks, into the command's cgroup at once where the kernel can (`clone3` with
+    /// `CLONE_INTO_CGROUP`, Linux 5.7); returns the pid (0 in the child, -1 on failure)
+    /// and whether the child was born in its cgroup.
+    ///
+    /// # Safety
+    /// As `fork`: the child may only make async-signal-safe calls.
+    unsafe fn clone_into_cgroup(&self) -> (libc::pid_t, bool) {
+        #[cfg(target_os = "linux")]
+        if let Some(dir) = &self.cgroup_dir {
+            use std::os::fd::AsRawFd;
+            /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`).
+            #[repr(C)]
+            struct CloneArgs {
+                flags: u64,
+                pidfd: u64,
+                child_tid: u64,
+                parent_tid: u64,
+                exit_signal: u64,
+                stack: u64,
+                stack_size: u64,
+                tls: u64,
+                set_tid: u64,
+                set_tid_size: u64,
+                cgroup: u64,
+            }
+            const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+            let args = CloneArgs {
+                flags: CLONE_INTO_CGROUP,
+                pidfd: 0,
+                child_tid: 0,
+                parent_tid: 0,
+                exit_signal: libc::SIGCHLD as u64,
+                stack: 0,
+                stack_size: 0,
+                tls: 0,
+                set_tid: 0,
+                set_tid_size: 0,
+                cgroup: dir.as_raw_fd() as u64,
+            };
+            let pid = libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            );
+            if pid >= 0 {
+                return (pid as libc::pid_t, true);
+            }
+            // An older kernel, or a cgroup it will not place a process in this way:
+            // fork, and the child joins by itself.
+        }
+        (libc::fork(), false)
     }
 
     /// Reports the current errno at `stage` through the status pipe and exits.

@@ -1,0 +1,265 @@
+//! Figures for starting and capturing, each beside a baseline measured in the same run:
+//! a command's round trip against a bare spawn-and-reap of the same shell (and against
+//! `pueue add && pueue wait` when pueue is installed), capture against a pipe into a
+//! file, how soon `wait` answers after an exit, how loud commands share the pump, and
+//! how many lines the ordering test finds out of place. Run with `cargo bench`; it
+//! prints and asserts nothing about speed.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::Mount;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    values[values.len() / 2]
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// Median ms of `rounds` bare spawns and reaps of `shell -c true`.
+fn bare_spawn(shell: &str, rounds: usize) -> f64 {
+    let times = (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            let status = Command::new(shell)
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+            ms(started.elapsed())
+        })
+        .collect();
+    median(times)
+}
+
+/// Median ms of writing `ctl/<name>` with `true` and reading its `wait`.
+fn round_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
+    let times = (0..rounds)
+        .map(|i| {
+            let started = Instant::now();
+            std::fs::write(mount.p(&format!("ctl/{prefix}{i}")), "true").unwrap();
+            let answer = mount.read(&format!("cmd/{prefix}{i}/wait"));
+            assert_eq!(answer, "completed\n");
+            ms(started.elapsed())
+        })
+        .collect();
+    median(times)
+}
+
+fn spawn() {
+    for shell in ["/bin/sh", "/bin/bash"] {
+        let mount = Mount::with_args(&["--shell", shell]);
+        // Warm both paths up, then alternate them so load changes hit both alike.
+        round_trip(&mount, "warm", 20);
+        bare_spawn(shell, 20);
+        let (mut trips, mut bares) = (Vec::new(), Vec::new());
+        for round in 0..5 {
+            trips.push(round_trip(&mount, &format!("r{round}-"), 40));
+            bares.push(bare_spawn(shell, 40));
+        }
+        let (trip, bare) = (median(trips), median(bares));
+        println!(
+            "spawn ({shell}): round trip {trip:.2} ms, bare spawn+reap {bare:.2} ms, ratio {:.2}",
+            trip / bare
+        );
+        let result: serde_json::Value =
+            serde_json::from_str(&mount.read("cmd/r0-0/result.json")).unwrap();
+        println!(
+            "  max_rss_kib of `true`: {} ({})",
+            result["max_rss_kib"],
+            result["max_rss_source"]
+                .as_str()
+                .unwrap_or("source not given")
+        );
+    }
+    let pueue = Command::new("pueue")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !pueue {
+        println!("  pueue is not installed: no comparison with `pueue add && pueue wait`");
+        return;
+    }
+    let times: Vec<f64> = (0..20)
+        .map(|_| {
+            let started = Instant::now();
+            let status = Command::new("sh")
+                .args([
+                    "-c",
+                    "id=$(pueue add -p -- true) && pueue wait \"$id\" >/dev/null",
+                ])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            ms(started.elapsed())
+        })
+        .collect();
+    println!("  pueue add && pueue wait: {:.2} ms median", median(times));
+}
+
+fn capture() {
+    let mount = Mount::start();
+    let bytes = "2G";
+    let (mut captured, mut piped) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        let name = format!("zero{round}");
+        let started = Instant::now();
+        mount.run(&name, &format!("head -c {bytes} /dev/zero"));
+        captured.push(ms(started.elapsed()));
+        // The same bytes through a pipe into a file on the state directory's
+        // filesystem, which the spool writes too.
+        let file = mount.state.join("piped");
+        std::fs::create_dir_all(&mount.state).unwrap();
+        let started = Instant::now();
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "head -c {bytes} /dev/zero | cat > '{}'",
+                file.display()
+            ))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        piped.push(ms(started.elapsed()));
+        std::fs::remove_file(&file).unwrap();
+    }
+    let (captured, piped) = (median(captured), median(piped));
+    println!(
+        "capture of head -c {bytes} /dev/zero: {captured:.0} ms; through a pipe into a file: {piped:.0} ms; speed ratio {:.2}",
+        piped / captured
+    );
+
+    // Three loud commands at once: each one's share, and a follow reader's latency.
+    std::fs::write(
+        mount.p("ctl/ticks"),
+        "i=0; while [ $i -lt 40 ]; do date +%s%N; sleep 0.05; i=$((i+1)); done",
+    )
+    .unwrap();
+    let started = Instant::now();
+    for i in 0..3 {
+        std::fs::write(mount.p(&format!("ctl/loud{i}")), "head -c 1G /dev/zero").unwrap();
+    }
+    let follow = std::fs::File::open(mount.p("cmd/ticks/follow")).unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let delays: Vec<f64> = std::io::BufReader::new(follow)
+            .lines()
+            .map(|line| {
+                let printed: u128 = line.unwrap().trim().parse().unwrap();
+                now_ns().saturating_sub(printed) as f64 / 1e6
+            })
+            .collect();
+        delays
+    });
+    let took: Vec<f64> = (0..3)
+        .map(|i| {
+            mount.wait(&format!("loud{i}"));
+            let result: serde_json::Value =
+                serde_json::from_str(&mount.read(&format!("cmd/loud{i}/result.json"))).unwrap();
+            result["duration_ms"].as_f64().unwrap()
+        })
+        .collect();
+    let delays = reader.join().unwrap();
+    println!(
+        "three loud commands at once (1 GiB each): {:.0} / {:.0} / {:.0} ms (all done after {:.0} ms)",
+        took[0],
+        took[1],
+        took[2],
+        ms(started.elapsed())
+    );
+    println!(
+        "  meanwhile a follow reader got each line {:.2} ms (median) after it was printed",
+        median(delays)
+    );
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+fn wake_up() {
+    let mount = Mount::start();
+    let mut delays = Vec::new();
+    for i in 0..30 {
+        std::fs::write(
+            mount.p(&format!("ctl/exit{i}")),
+            "sleep 0.1; exec date +%s%N",
+        )
+        .unwrap();
+        let answer = mount.read(&format!("cmd/exit{i}/wait"));
+        let woke = now_ns();
+        assert_eq!(answer, "completed\n");
+        let printed: u128 = mount
+            .read(&format!("cmd/exit{i}/stdout"))
+            .trim()
+            .parse()
+            .unwrap();
+        delays.push(woke.saturating_sub(printed) as f64 / 1e6);
+    }
+    println!(
+        "wake-up: `wait` answers {:.2} ms (median) after the last thing a command does",
+        median(delays)
+    );
+}
+
+const ALTERNATING: &str = r#"
+import os, sys
+size = int(sys.argv[1])
+for i in range(300):
+    os.write(1, bytes([97 + i % 26]) * size)
+    os.write(2, b"E%05d\n" % i)
+    os.write(1, b"O%05d\n" % i)
+"#;
+
+fn ordering() {
+    let mount = Mount::start();
+    let script = mount.dir.path().join("alternating.py");
+    std::fs::write(&script, ALTERNATING).unwrap();
+    for size in [4096, 8192, 65536] {
+        let name = format!("order{size}");
+        mount.run(&name, &format!("python3 {} {size}", script.display()));
+        let got = std::fs::read(mount.p(&format!("cmd/{name}/output"))).unwrap();
+        let mut want = Vec::new();
+        for i in 0..300 {
+            want.extend(vec![b'a' + (i % 26) as u8; size]);
+            want.extend(format!("E{i:05}\nO{i:05}\n").into_bytes());
+        }
+        let lines = |bytes: &[u8]| -> Vec<Vec<u8>> {
+            bytes.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect()
+        };
+        let (got, want) = (lines(&got), lines(&want));
+        let misplaced =
+            want.iter().zip(&got).filter(|(a, b)| a != b).count() + want.len().abs_diff(got.len());
+        println!(
+            "ordering: {size}-byte stdout writes, a stderr line, a stdout line, 300 times: {misplaced} of {} lines misplaced",
+            want.len()
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; a name filter may follow.
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let all: [(&str, fn()); 4] = [
+        ("spawn", spawn),
+        ("capture", capture),
+        ("wake", wake_up),
+        ("ordering", ordering),
+    ];
+    for (name, bench) in all {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            bench();
+        }
+    }
+}
