@@ -17,3 +17,6 @@ pub(crate) mod units;
 
 /// The tag in the names of a mount's cgroups, for tools and tests that look for them.
 pub use supervisor::cgroup::tag_for as cgroup_tag;
+/// The spawner process (`supervisor::spawner`): the argument that makes this binary
+/// one, and its main loop.
+pub use supervisor::spawner::{serve as spawner_main, SPAWNER_ARG};

@@ -8,12 +8,9 @@ use terminalfs::{app, policy, selftest};
 
 fn main() {
     // The driver runs this binary again as its spawner process.
-    if std::env::args_os().nth(1).as_deref()
-        == Some(std::ffi::OsStr::new(
-            terminalfs::supervisor::spawner::SPAWNER_ARG,
-        ))
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(terminalfs::SPAWNER_ARG))
     {
-        std::process::exit(terminalfs::supervisor::spawner::serve());
+        std::process::exit(terminalfs::spawner_main());
     }
     let cli = Cli::parse();
     let code = match run(&cli) {

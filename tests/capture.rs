@@ -464,7 +464,7 @@ fn commands_outlive_a_lost_spawner_as_killed_and_new_ones_still_start() {
     unsafe {
         libc::kill(spawner, libc::SIGKILL);
     }
-    assert_eq!(mount.wait("long"), "error    \n");
+    assert_eq!(mount.wait("long"), "error\n");
     assert_eq!(result(&mount, "long")["signal"], 9);
     // The driver forks by itself from now on.
     assert_eq!(mount.run("after", "echo still"), "completed\n");

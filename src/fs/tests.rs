@@ -86,6 +86,7 @@ impl Fake {
             user_ms: 0,
             sys_ms: 0,
             max_rss_kib: 0,
+            max_rss_source: String::new(),
         });
     }
 }

@@ -578,6 +578,7 @@ mod tests {
             user_ms: 0,
             sys_ms: 0,
             max_rss_kib: 0,
+            max_rss_source: String::new(),
         });
         job
     }

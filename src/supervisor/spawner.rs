@@ -573,7 +573,7 @@ mod tests {
         assert_eq!(Reaped::decode(&[0; 3]), None);
         let usage = reaped.rusage();
         assert_eq!(usage.ru_utime.tv_sec, 1);
-        assert_eq!(usage.ru_utime.tv_usec, 1);
+        assert_eq!(usage.ru_utime.tv_usec, 500_001);
     }
 
     #[test]
