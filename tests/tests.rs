@@ -6,6 +6,7 @@ mod common;
 mod capture;
 
 mod deny;
+mod differential;
 mod drafts;
 mod edges;
 mod interactive;

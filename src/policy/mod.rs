@@ -59,10 +59,6 @@ impl Verdict {
 /// The reason given for text that holds no command.
 pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
 
-/// The reason given for text the splitter could not read in full.
-pub const TOO_COMPLEX_REASON: &str = "the command nests too deeply or repeats too much \
-     shell text to be checked against the rules, so it is refused rather than run unchecked";
-
 /// The rules of one settings file, kept current while the driver runs.
 #[derive(Debug)]
 pub struct Policy {
@@ -210,10 +206,12 @@ impl Policy {
                 ),
             };
         }
-        if split.gave_up {
+        if let Some(construct) = &split.refusal {
             return Verdict::Deny {
                 rule: None,
-                reason: TOO_COMPLEX_REASON.to_owned(),
+                reason: format!(
+                    "{construct}, so it is refused rather than run unchecked against the rules"
+                ),
             };
         }
         if self.allowlist {

@@ -660,17 +660,20 @@ fn partial_text_is_checked_up_to_its_last_word() {
 fn text_too_deep_to_read_is_refused_with_a_reason() {
     let f = fixture("{}", false);
     let deep = format!("echo {}hi{}", "$(echo ".repeat(100), ")".repeat(100));
-    assert!(split(&deep).gave_up);
+    assert!(split(&deep).refusal.is_some());
     assert_eq!(
         f.policy.check(deep.as_bytes()),
         Verdict::Deny {
             rule: None,
-            reason: TOO_COMPLEX_REASON.to_owned()
+            reason: format!(
+                "{}, so it is refused rather than run unchecked against the rules",
+                splitter::TOO_COMPLEX
+            )
         }
     );
     // Ordinary nesting is read in full.
     let ordinary = format!("echo {}hi{}", "$(echo ".repeat(10), ")".repeat(10));
-    assert!(!split(&ordinary).gave_up);
+    assert!(split(&ordinary).refusal.is_none());
     assert!(f.policy.check(ordinary.as_bytes()).is_allowed());
     // A deny rule that matches still names itself.
     let d = default_fixture();
@@ -684,7 +687,7 @@ fn text_too_deep_to_read_is_refused_with_a_reason() {
         .filter(|(n, _)| *n == "script")
     {
         assert!(
-            !split(&text).gave_up,
+            split(&text).refusal.is_none(),
             "a long ordinary script is read in full"
         );
         assert!(d.policy.check(text.as_bytes()).is_allowed());

@@ -6,41 +6,44 @@ const MAX_BRACE_WORD: usize = 4096;
 /// The most words one brace-expanded word may turn into.
 const MAX_BRACE_RESULTS: usize = 64;
 
-/// Expands the unquoted brace lists of one word (`{a,b}c` → `ac bc`), within limits.
-pub(super) fn expand_braces(word: &str) -> Vec<String> {
+/// Expands the unquoted brace lists (`{a,b}c` → `ac bc`) and sequences (`{1..3}`,
+/// `{a..e..2}`) of one word. Past the limits (a word over 4096 bytes, more than 64
+/// results) it stops and returns what it has as an error: the results are then incomplete.
+pub(super) fn expand_braces(word: &str) -> Result<Vec<String>, Vec<String>> {
     if word.len() > MAX_BRACE_WORD {
-        return vec![word.to_owned()];
+        return Err(vec![word.to_owned()]);
     }
     let mut done = Vec::new();
     let mut pending = vec![word.to_owned()];
-    let mut rounds = 0;
     while let Some(current) = pending.pop() {
-        rounds += 1;
-        if rounds > MAX_BRACE_RESULTS * 4 || done.len() + pending.len() >= MAX_BRACE_RESULTS {
+        if done.len() + pending.len() >= MAX_BRACE_RESULTS {
             done.push(current);
-            continue;
+            done.extend(pending.into_iter().rev());
+            return Err(done);
         }
-        match brace_list(&current) {
-            Some((open, commas, close)) => {
+        match brace_group(&current) {
+            Some((open, alternatives, close)) => {
+                if alternatives.len() > MAX_BRACE_RESULTS {
+                    done.push(current);
+                    done.extend(pending.into_iter().rev());
+                    return Err(done);
+                }
                 let prefix = &current[..open];
                 let suffix = &current[close + 1..];
-                let mut bounds = vec![open];
-                bounds.extend(commas);
-                bounds.push(close);
-                for pair in bounds.windows(2).rev() {
-                    let alternative = &current[pair[0] + 1..pair[1]];
+                for alternative in alternatives.iter().rev() {
                     pending.push(format!("{prefix}{alternative}{suffix}"));
                 }
             }
             None => done.push(current),
         }
     }
-    done
+    Ok(done)
 }
 
-/// The first `{...}` in `word` holding a comma at its own level: its `{`, its commas and its
-/// `}` (byte offsets; all ASCII, so they are character boundaries).
-fn brace_list(word: &str) -> Option<(usize, Vec<usize>, usize)> {
+/// The first `{...}` in `word` that expands: a list with a comma at its own level, or a
+/// sequence. Its `{` offset, what it expands to, and its `}` offset (all ASCII, so the
+/// offsets are character boundaries).
+fn brace_group(word: &str) -> Option<(usize, Vec<String>, usize)> {
     let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
     for (at, byte) in word.bytes().enumerate() {
         match byte {
@@ -51,14 +54,170 @@ fn brace_list(word: &str) -> Option<(usize, Vec<usize>, usize)> {
                 }
             }
             b'}' => {
-                if let Some((open, commas)) = stack.pop() {
-                    if !commas.is_empty() {
-                        return Some((open, commas, at));
-                    }
+                let Some((open, commas)) = stack.pop() else {
+                    continue;
+                };
+                if !commas.is_empty() {
+                    let mut bounds = vec![open];
+                    bounds.extend(commas);
+                    bounds.push(at);
+                    let alternatives = bounds
+                        .windows(2)
+                        .map(|pair| word[pair[0] + 1..pair[1]].to_owned())
+                        .collect();
+                    return Some((open, alternatives, at));
+                }
+                if let Some(sequence) = sequence(&word[open + 1..at]) {
+                    return Some((open, sequence, at));
                 }
             }
             _ => {}
         }
     }
     None
+}
+
+/// The words of a sequence expression (`1..5`, `05..1..2`, `a..e`), or None when `inner`
+/// is not one. More than the result limit comes back as one word too many, so the caller
+/// sees the limit.
+fn sequence(inner: &str) -> Option<Vec<String>> {
+    let parts: Vec<&str> = inner.split("..").collect();
+    if !(2..=3).contains(&parts.len()) {
+        return None;
+    }
+    let step: i64 = match parts.get(2) {
+        Some(step) => step.parse::<i64>().ok()?.checked_abs()?.max(1),
+        None => 1,
+    };
+    let limit = MAX_BRACE_RESULTS as i64 + 1;
+    if let (Ok(from), Ok(to)) = (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
+        let padded = [parts[0], parts[1]].iter().any(|p| {
+            p.trim_start_matches('-').len() > 1 && p.trim_start_matches('-').starts_with('0')
+        });
+        let width = if padded {
+            parts[0].len().max(parts[1].len())
+        } else {
+            0
+        };
+        let direction = if to >= from { 1 } else { -1 };
+        let count = (to.abs_diff(from) / step as u64)
+            .saturating_add(1)
+            .min(limit as u64);
+        return Some(
+            (0..count as i64)
+                .map(|i| format!("{:0width$}", from + direction * i * step))
+                .collect(),
+        );
+    }
+    let (from, to) = (single_char(parts[0])?, single_char(parts[1])?);
+    let (low, high) = (from.min(to) as i64, from.max(to) as i64);
+    let direction = if to >= from { 1 } else { -1 };
+    let count = ((high - low) / step + 1).min(limit);
+    Some(
+        (0..count)
+            .filter_map(|i| char::from_u32((from as i64 + direction * i * step) as u32))
+            .map(String::from)
+            .collect(),
+    )
+}
+
+fn single_char(text: &str) -> Option<char> {
+    let mut chars = text.chars();
+    let c = chars.next()?;
+    (chars.next().is_none() && c.is_ascii_alphabetic()).then_some(c)
+}
+
+/// What a `${...}` stands for, as far as the text alone tells.
+pub(super) enum Parameter {
+    /// A positional or special parameter of the script, whose value is known (empty,
+    /// unless a `-c` string was given arguments).
+    Known(Vec<u8>),
+    /// A variable with a default (`${x:-word}`, `${x-word}`, `${x:=word}`): the word is
+    /// what it stands for when the variable is unset.
+    Default(Vec<u8>),
+    /// A form whose value the shell computes in a way that can run commands: `${x@P}`
+    /// expands a prompt string; a substring offset holding quotes or expansions is
+    /// arithmetic the splitter does not read. The sentence names it.
+    Unreadable(&'static str),
+    /// Anything else: kept as written.
+    Unknown,
+}
+
+/// The value of a positional or special parameter (`0`-`9`, `@`, `*`, `#`) given the
+/// script's arguments (`args[0]` is `$0`); None for any other name.
+pub(super) fn special_value(name: &[u8], args: &[Vec<u8>]) -> Option<Vec<u8>> {
+    match name {
+        b"@" | b"*" => Some(args.get(1..).unwrap_or(&[]).join(&b' ')),
+        b"#" => Some(args.len().saturating_sub(1).to_string().into_bytes()),
+        digits if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) => {
+            let index: usize = std::str::from_utf8(digits).ok()?.parse().ok()?;
+            Some(args.get(index).cloned().unwrap_or_default())
+        }
+        _ => None,
+    }
+}
+
+/// Reads the inside of `${...}` (without the braces).
+pub(super) fn parameter(inner: &[u8], args: &[Vec<u8>]) -> Parameter {
+    if inner.ends_with(b"@P") {
+        return Parameter::Unreadable(
+            "`${...@P}` expands a value as a prompt string, which can run commands",
+        );
+    }
+    if inner.first() == Some(&b'#') && inner.len() > 1 {
+        // `${#x}`: a length, a number.
+        return Parameter::Unknown;
+    }
+    let name_end = match inner.first() {
+        Some(b'@' | b'*' | b'#' | b'?' | b'$' | b'!' | b'-') => 1,
+        Some(b) if b.is_ascii_digit() => inner.iter().take_while(|b| b.is_ascii_digit()).count(),
+        _ => inner
+            .iter()
+            .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'_')
+            .count(),
+    };
+    let (name, rest) = inner.split_at(name_end);
+    let offset = rest.strip_prefix(b":").filter(|r| {
+        !r.starts_with(b"-") && !r.starts_with(b"=") && !r.starts_with(b"+") && !r.starts_with(b"?")
+    });
+    if offset.is_some_and(|o| o.iter().any(|b| b"'\"$`(\n\\[".contains(b))) {
+        return Parameter::Unreadable(
+            "a `${x:offset}` whose offset holds quotes or expansions is arithmetic that can \
+             run commands",
+        );
+    }
+    let default = [&b":-"[..], b"-", b":=", b"="]
+        .iter()
+        .find_map(|op| rest.strip_prefix(*op))
+        .map(unquote);
+    let alternate = [&b":+"[..], b"+"]
+        .iter()
+        .find_map(|op| rest.strip_prefix(*op))
+        .map(unquote);
+    match special_value(name, args) {
+        Some(value) => Parameter::Known(match (default, alternate) {
+            (Some(word), _) if value.is_empty() => word,
+            (_, Some(word)) if !value.is_empty() => word,
+            (_, Some(_)) => Vec::new(),
+            _ => value,
+        }),
+        None => match default {
+            Some(word) if !name.is_empty() && !word.is_empty() => Parameter::Default(word),
+            _ => Parameter::Unknown,
+        },
+    }
+}
+
+/// A word with its quotes and backslashes removed, crudely (no expansion).
+fn unquote(word: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(word.len());
+    let mut bytes = word.iter();
+    while let Some(&b) = bytes.next() {
+        match b {
+            b'\'' | b'"' => {}
+            b'\\' => out.extend(bytes.next()),
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -5,7 +5,16 @@
 use super::expand::expand_braces;
 use super::lexer::Heredoc;
 use super::scan::Arithmetic;
-use super::{emit_texts, is_fd_prefix, literal_word, Context, Parser, Word};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use super::wrappers::code_in_assignment;
+use super::{emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Parser, Word};
+
+/// Reserved words that begin a compound command.
+const COMPOUND_STARTS: &[&[u8]] = &[
+    b"{", b"while", b"until", b"if", b"for", b"select", b"case", b"[[", b"((",
+];
 
 /// Where a command list ends.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,6 +40,10 @@ enum Mode {
     FunctionName,
     /// Inside `[[ ... ]]`, where operators are words.
     Conditional,
+    /// After the reserved word `time`: its `-p` option, then a command.
+    Time,
+    /// After `coproc`: a name when a compound command follows it, else the command.
+    Coproc,
 }
 
 /// The state of one command list being read.
@@ -41,6 +54,21 @@ struct ListState {
     cases: usize,
     /// Open subshell parentheses.
     parens: usize,
+    /// A redirection came before the first word, so reserved words are plain words now.
+    redirected: bool,
+    /// What the current command reads on standard input, if a heredoc or here-string.
+    stdin: Stdin,
+}
+
+/// The heredocs and here-strings of the command being read.
+#[derive(Default)]
+struct Stdin {
+    /// Flags to raise on the command's heredocs if it turns out to be a shell.
+    heredocs: Vec<Rc<Cell<bool>>>,
+    /// The here-strings (`<<< word`), after quote removal.
+    strings: Vec<Vec<u8>>,
+    /// How the last one was written, for the command's spelling (`<<EOF`, `<<<`).
+    marker: Option<String>,
 }
 
 impl<'s> Parser<'s> {
@@ -51,6 +79,8 @@ impl<'s> Parser<'s> {
             mode: Mode::Command,
             cases: 0,
             parens: 0,
+            redirected: false,
+            stdin: Stdin::default(),
         };
         loop {
             self.skip_blanks();
@@ -66,7 +96,10 @@ impl<'s> Parser<'s> {
                     match st.mode {
                         Mode::Conditional | Mode::CaseSubject | Mode::CasePattern => {}
                         Mode::ForHeader | Mode::FunctionName => st.mode = Mode::Command,
-                        Mode::Command => self.finish(cx, &mut st),
+                        Mode::Command | Mode::Time | Mode::Coproc => {
+                            self.finish(cx, &mut st);
+                            st.mode = Mode::Command;
+                        }
                     }
                     self.read_heredocs(cx);
                 }
@@ -96,6 +129,7 @@ impl<'s> Parser<'s> {
                             self.advance(1);
                         }
                         self.redirect_target(cx);
+                        st.redirected |= st.words.is_empty();
                     }
                     _ => {
                         self.advance(1);
@@ -142,7 +176,8 @@ impl<'s> Parser<'s> {
                         st.words
                             .push(literal_word(if byte == b'<' { "<" } else { ">" }));
                     } else {
-                        self.redirect(cx);
+                        st.redirected |= st.words.is_empty();
+                        self.redirect(cx, &mut st);
                     }
                 }
                 _ => {
@@ -173,7 +208,7 @@ impl<'s> Parser<'s> {
                 self.advance(1);
                 return;
             }
-            Mode::ForHeader | Mode::Command => {}
+            Mode::ForHeader | Mode::Command | Mode::Time | Mode::Coproc => {}
         }
         if self.peek_at(1) == Some(b'(') && st.words.is_empty() && cx.budget > 0 {
             // `(( expr ))` or `for (( ; ; ))`; when it is not closed by `))` it was nested
@@ -187,6 +222,9 @@ impl<'s> Parser<'s> {
             self.pos = start;
         }
         self.advance(1);
+        if matches!(st.mode, Mode::Time | Mode::Coproc) {
+            st.mode = Mode::Command;
+        }
         if st.mode == Mode::Command && !st.words.is_empty() {
             self.skip_blanks();
             if self.peek() == Some(b')') {
@@ -235,10 +273,18 @@ impl<'s> Parser<'s> {
     fn word(&mut self, st: &mut ListState, word: Word) {
         match st.mode {
             Mode::Command => {
-                if st.words.is_empty() && word.plain() {
+                if st.words.is_empty() && !st.redirected && word.plain() {
                     match word.text.as_slice() {
                         b"if" | b"then" | b"elif" | b"else" | b"fi" | b"do" | b"done"
-                        | b"while" | b"until" | b"{" | b"}" | b"!" | b"coproc" => return,
+                        | b"while" | b"until" | b"{" | b"}" | b"!" => return,
+                        b"time" => {
+                            st.mode = Mode::Time;
+                            return;
+                        }
+                        b"coproc" => {
+                            st.mode = Mode::Coproc;
+                            return;
+                        }
                         b"esac" => {
                             st.cases = st.cases.saturating_sub(1);
                             return;
@@ -279,6 +325,19 @@ impl<'s> Parser<'s> {
                 }
             }
             Mode::FunctionName => st.mode = Mode::Command,
+            Mode::Time => {
+                if !(word.is("-p") || word.is("--")) {
+                    st.mode = Mode::Command;
+                    self.word(st, word);
+                }
+            }
+            Mode::Coproc => {
+                st.mode = Mode::Command;
+                let keyword = word.plain() && COMPOUND_STARTS.contains(&word.text.as_slice());
+                if keyword || !self.compound_follows() {
+                    self.word(st, word);
+                }
+            }
             Mode::Conditional => {
                 let end = word.is("]]");
                 st.words.push(word);
@@ -291,15 +350,43 @@ impl<'s> Parser<'s> {
 
     /// Emits the words gathered so far as a simple command.
     fn finish(&mut self, cx: &mut Context, st: &mut ListState) {
+        st.redirected = false;
+        let stdin = std::mem::take(&mut st.stdin);
         if st.words.is_empty() {
             return;
         }
         let words = std::mem::take(&mut st.words);
-        self.emit_words(cx, words);
+        if self.emit_words(cx, words, stdin.marker.as_deref()) {
+            // A shell reading its script from standard input: what it reads is commands.
+            for flag in &stdin.heredocs {
+                flag.set(true);
+            }
+            for text in &stdin.strings {
+                sub_parse(cx, text, self.depth + 1);
+            }
+        }
+    }
+
+    /// Whether a compound command (`{`, `(`, `while`, ...) starts at the next word, which
+    /// makes the word before it a `coproc` name.
+    fn compound_follows(&self) -> bool {
+        let rest = self.rest();
+        let rest = &rest[rest
+            .iter()
+            .position(|&b| b != b' ' && b != b'\t')
+            .unwrap_or(rest.len())..];
+        if rest.starts_with(b"(") {
+            return true;
+        }
+        let end = rest
+            .iter()
+            .position(|b| b" \t\n;&|()<>".contains(b))
+            .unwrap_or(rest.len());
+        COMPOUND_STARTS.contains(&&rest[..end])
     }
 
     /// Reads a redirection operator at `<` or `>` and drops it with its target.
-    fn redirect(&mut self, cx: &mut Context) {
+    fn redirect(&mut self, cx: &mut Context, st: &mut ListState) {
         let first = self.peek();
         self.advance(1);
         if first == Some(b'<') {
@@ -307,14 +394,23 @@ impl<'s> Parser<'s> {
                 Some(b'<') => {
                     self.advance(1);
                     match self.peek() {
-                        Some(b'<') => self.advance(1),
+                        Some(b'<') => {
+                            self.advance(1);
+                            self.skip_blanks();
+                            if self.starts_word() {
+                                let word = self.lex_word(cx);
+                                st.stdin.strings.push(word.text);
+                                st.stdin.marker = Some("<<<".to_owned());
+                            }
+                            return;
+                        }
                         Some(b'-') => {
                             self.advance(1);
-                            self.heredoc(cx, true);
+                            self.heredoc(cx, st, true);
                             return;
                         }
                         _ => {
-                            self.heredoc(cx, false);
+                            self.heredoc(cx, st, false);
                             return;
                         }
                     }
@@ -337,16 +433,21 @@ impl<'s> Parser<'s> {
     }
 
     /// Reads a heredoc's delimiter; the body is skipped at the next newline.
-    fn heredoc(&mut self, cx: &mut Context, strip_tabs: bool) {
+    fn heredoc(&mut self, cx: &mut Context, st: &mut ListState, strip_tabs: bool) {
         self.skip_blanks();
         if !self.starts_word() {
             return;
         }
-        let word = self.lex_word(cx);
+        let (delimiter, quoted) = self.delimiter_word(cx);
+        let feeds_shell = Rc::new(Cell::new(false));
+        st.stdin.heredocs.push(feeds_shell.clone());
+        st.stdin.marker = Some(format!("<<{}", String::from_utf8_lossy(&delimiter)));
         self.heredocs.push(Heredoc {
-            delimiter: word.text,
+            depth: self.depth,
+            feeds_shell,
+            delimiter,
             strip_tabs,
-            expand: !word.quoted,
+            expand: !quoted,
         });
     }
 
@@ -358,33 +459,72 @@ impl<'s> Parser<'s> {
             Some(_) => true,
         }
     }
-    /// `sh -c`, `eval` and `find -exec`, into further commands).
     /// Turns the words of one simple command into a [`SimpleCommand`](super::SimpleCommand)
     /// (and, through `sh -c`, `eval` and `find -exec`, into further commands).
-    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>) {
-        let words: Vec<Word> = words.into_iter().skip_while(|w| w.assignment).collect();
-        if words.is_empty() {
-            return;
+    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>, stdin: Option<&str>) -> bool {
+        let assignments = words.iter().take_while(|w| w.assignment).count();
+        for word in &words[..assignments] {
+            let (run, expand) = code_in_assignment(&String::from_utf8_lossy(&word.text));
+            if let Some(script) = run {
+                sub_parse(cx, script.as_bytes(), self.depth + 1);
+            }
+            if let Some(text) = expand {
+                self.expand_as_double_quoted(cx, text.as_bytes());
+            }
         }
-        let texts: Vec<String> = words
-            .iter()
-            .map(|w| String::from_utf8_lossy(&w.text).into_owned())
-            .collect();
+        let words = &words[assignments..];
+        let Some(first) = words.first() else {
+            return false;
+        };
+        if let Some(alternative) = &first.alternative {
+            // `${x:-zapme} args`: the command the default names, when `x` is unset.
+            let mut texts = vec![String::from_utf8_lossy(alternative).into_owned()];
+            texts.extend(words[1..].iter().map(|w| lossy(&w.text)));
+            emit_texts(cx, texts, self.depth, None, stdin);
+        }
+        let texts: Vec<String> = words.iter().map(|w| lossy(&w.text)).collect();
         if words.iter().any(|w| w.brace) {
             let mut expanded = Vec::new();
-            for (word, text) in words.iter().zip(&texts) {
-                if word.brace {
-                    expanded.extend(expand_braces(text));
-                } else {
+            for (index, (word, text)) in words.iter().zip(&texts).enumerate() {
+                if !word.brace {
                     expanded.push(text.clone());
+                    continue;
+                }
+                match expand_braces(text) {
+                    Ok(results) => expanded.extend(results),
+                    Err(results) => {
+                        if index == 0 {
+                            // The program's name is among the results; past the limits it
+                            // cannot be known.
+                            cx.refuse(|| {
+                                format!(
+                                    "the command name '{}' is a brace expansion too large to \
+                                     follow",
+                                    truncated(text)
+                                )
+                            });
+                        }
+                        expanded.extend(results);
+                    }
                 }
             }
             if expanded != texts {
                 let written = texts.join(" ");
-                emit_texts(cx, expanded, self.depth, Some(written));
-                return;
+                return emit_texts(cx, expanded, self.depth, Some(written), stdin);
             }
         }
-        emit_texts(cx, texts, self.depth, None);
+        emit_texts(cx, texts, self.depth, None, stdin)
+    }
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// At most 60 characters of `text`, marked when cut.
+fn truncated(text: &str) -> String {
+    match text.char_indices().nth(60) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
     }
 }

@@ -1,7 +1,8 @@
 //! Words: quote and backslash removal, `$` forms, backticks, `$'...'` escapes and
 //! heredoc bodies, read byte by byte.
 
-use super::scan::Arithmetic;
+use super::expand::{parameter, special_value, Parameter};
+use super::scan::{Arithmetic, Group};
 use super::{crude, is_name, is_name_byte, sub_parse, Context, Parser, Word, MAX_DEPTH};
 
 /// The longest `${...}` kept as written in its word.
@@ -9,6 +10,11 @@ const MAX_PARAMETER: usize = 256;
 
 /// A heredoc whose body starts after the next newline.
 pub(super) struct Heredoc {
+    /// The depth of the command list it was started in.
+    pub depth: usize,
+    /// Set once the command it belongs to turns out to be a shell reading its script from
+    /// standard input: the body is then split as commands.
+    pub feeds_shell: std::rc::Rc<std::cell::Cell<bool>>,
     pub delimiter: Vec<u8>,
     pub strip_tabs: bool,
     pub expand: bool,
@@ -47,7 +53,13 @@ impl<'s> Parser<'s> {
 
     /// Skips the bodies of the heredocs started on the line just ended.
     pub(super) fn read_heredocs(&mut self, cx: &mut Context) {
-        let pending = std::mem::take(&mut self.heredocs);
+        // A heredoc started inside `$( ... )` has its body after the next newline at that
+        // depth; one started outside it waits for the newline after the `)`.
+        let depth = self.depth;
+        let (pending, later): (Vec<Heredoc>, Vec<Heredoc>) = std::mem::take(&mut self.heredocs)
+            .into_iter()
+            .partition(|heredoc| heredoc.depth >= depth);
+        self.heredocs = later;
         for heredoc in pending {
             let body_start = self.pos;
             let mut body_end = self.src.len();
@@ -71,23 +83,102 @@ impl<'s> Parser<'s> {
                 }
             }
             let body = &self.src[body_start..body_end.max(body_start)];
-            if heredoc.expand && body.iter().any(|&b| b == b'$' || b == b'`') {
+            if heredoc.feeds_shell.get() {
+                // The body is the script of the shell reading it (expansions and all).
+                sub_parse(cx, body, self.depth + 1);
+            } else if heredoc.expand && body.iter().any(|&b| b == b'$' || b == b'`') {
                 // An unquoted delimiter's body is expanded like a double-quoted string.
-                if self.depth + 1 >= MAX_DEPTH {
-                    crude(cx, body);
-                } else {
-                    let mut inner = Parser::new(body, self.depth + 1);
-                    let mut scratch = Vec::new();
-                    inner.double_quoted(cx, &mut scratch, true);
+                self.expand_as_double_quoted(cx, body);
+            }
+        }
+    }
+
+    /// Reads `text` as the inside of a double-quoted string (with no closing quote), so the
+    /// substitutions in it are found: an unquoted heredoc's body, or a string the shell
+    /// will expand later (a prompt, an array subscript).
+    pub(super) fn expand_as_double_quoted(&self, cx: &mut Context, text: &[u8]) {
+        if self.depth + 1 >= MAX_DEPTH {
+            crude(cx, text);
+        } else {
+            let mut inner = Parser::new(text, self.depth + 1);
+            let mut scratch = Vec::new();
+            inner.double_quoted(cx, &mut scratch, true);
+        }
+    }
+
+    /// Reads a heredoc's delimiter word the way bash does: quotes and backslashes removed,
+    /// nothing expanded (`E$(x)` ends at a line `E$(x)`). Returns it and whether any part
+    /// was quoted.
+    pub(super) fn delimiter_word(&mut self, cx: &mut Context) -> (Vec<u8>, bool) {
+        let mut text = Vec::new();
+        let mut quoted = false;
+        while let Some(byte) = self.peek() {
+            match byte {
+                b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' => break,
+                b'\\' => {
+                    quoted = true;
+                    if let Some(next) = self.peek_at(1) {
+                        text.push(next);
+                    }
+                    self.advance(2);
+                }
+                b'\'' => {
+                    quoted = true;
+                    self.advance(1);
+                    self.single_quoted(&mut text);
+                }
+                b'"' => {
+                    quoted = true;
+                    self.advance(1);
+                    while let Some(inner) = self.peek() {
+                        self.advance(1);
+                        match inner {
+                            b'"' => break,
+                            b'\\' if matches!(self.peek(), Some(b'$' | b'`' | b'"' | b'\\')) => {
+                                text.extend(self.peek());
+                                self.advance(1);
+                            }
+                            other => text.push(other),
+                        }
+                    }
+                }
+                b'$' if matches!(self.peek_at(1), Some(b'(' | b'{')) => {
+                    let start = self.pos;
+                    let (open, close) = if self.peek_at(1) == Some(b'(') {
+                        (b'(', b')')
+                    } else {
+                        (b'{', b'}')
+                    };
+                    self.advance(2);
+                    self.scan_group(cx, Group::skip(open, close));
+                    self.advance(1);
+                    text.extend_from_slice(&self.src[start..self.pos.min(self.src.len())]);
+                }
+                b'`' => {
+                    let start = self.pos;
+                    self.advance(1);
+                    while let Some(inner) = self.peek() {
+                        self.advance(if inner == b'\\' { 2 } else { 1 });
+                        if inner == b'`' {
+                            break;
+                        }
+                    }
+                    text.extend_from_slice(&self.src[start..self.pos.min(self.src.len())]);
+                }
+                other => {
+                    text.push(other);
+                    self.advance(1);
                 }
             }
         }
+        (text, quoted)
     }
 
     /// Reads one word, entering every expansion in it.
     pub(super) fn lex_word(&mut self, cx: &mut Context) -> Word {
         let mut word = Word::default();
         while let Some(byte) = self.peek() {
+            let before = word.text.len();
             match byte {
                 b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' => break,
                 b'<' | b'>' => {
@@ -168,6 +259,20 @@ impl<'s> Parser<'s> {
                 other => {
                     word.text.push(other);
                     self.advance(1);
+                }
+            }
+            // The spelling with every `${x:-word}` standing as its word.
+            match self.default_word.take() {
+                Some(default) => {
+                    let alternative = word
+                        .alternative
+                        .get_or_insert_with(|| word.text[..before].to_vec());
+                    alternative.extend_from_slice(&default);
+                }
+                None => {
+                    if let Some(alternative) = &mut word.alternative {
+                        alternative.extend_from_slice(&word.text[before..]);
+                    }
                 }
             }
         }
@@ -277,6 +382,16 @@ impl<'s> Parser<'s> {
                     return Dollar::Blank;
                 }
                 self.braced_parameter(cx, in_quotes);
+                let inner_end = self.pos.saturating_sub(1).max(start + 2);
+                match parameter(&self.src[start + 2..inner_end], &cx.args) {
+                    Parameter::Known(value) => {
+                        buf.extend_from_slice(&value);
+                        return Dollar::Expanded;
+                    }
+                    Parameter::Default(word) => self.default_word = Some(word),
+                    Parameter::Unreadable(reason) => cx.refuse(|| reason.to_owned()),
+                    Parameter::Unknown => {}
+                }
                 // A plain `${HOME}` stays as written so rules can name it; anything holding
                 // an expansion of its own stands as `${...}`.
                 let raw = &self.src[start..self.pos];
@@ -297,10 +412,11 @@ impl<'s> Parser<'s> {
                 self.double_quoted(cx, buf, false);
                 Dollar::Quoted
             }
-            Some(b'@' | b'*') => {
-                // Empty in a `-c` string with no arguments; dropping them means `s$@udo`
-                // still reads as `sudo`.
+            Some(name @ (b'@' | b'*' | b'#' | b'0'..=b'9')) => {
+                // The script's positional parameters are known: empty in a `-c` string
+                // with no arguments, so `s$@udo` reads as `sudo` and `$0 -c X` runs X.
                 self.advance(2);
+                buf.extend(special_value(&[name], &cx.args).unwrap_or_default());
                 Dollar::Expanded
             }
             _ => {
@@ -320,7 +436,19 @@ impl<'s> Parser<'s> {
     }
 
     /// Reads a `$'...'` string after its opening `$'`, decoding its escapes.
-    pub(super) fn ansi_c_quoted(&mut self, buf: &mut Vec<u8>) {
+    /// bash ends the string at an escaped NUL (`\0`, `\x00`, `\u0000`, `\c@`): what
+    /// follows inside the quotes is dropped.
+    pub(super) fn ansi_c_quoted(&mut self, out: &mut Vec<u8>) {
+        let mut decoded = Vec::new();
+        self.ansi_c_decode(&mut decoded);
+        let end = decoded
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(decoded.len());
+        out.extend_from_slice(&decoded[..end]);
+    }
+
+    fn ansi_c_decode(&mut self, buf: &mut Vec<u8>) {
         while let Some(byte) = self.peek() {
             self.advance(1);
             match byte {

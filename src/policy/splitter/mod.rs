@@ -27,7 +27,7 @@
 //! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
 //! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not parsed
 //! but cut crudely at every operator and bracket with quotes removed, which over-reports
-//! rather than under-reports, and [`Split::gave_up`] says so; the policy refuses such text.
+//! rather than under-reports, and [`Split::refusal`] says so; the policy refuses such text.
 //! The pass never panics, and its time and the size of what it returns are linear in the
 //! input (times a small constant).
 
@@ -43,7 +43,7 @@ pub(crate) use wrappers::SHELLS;
 
 use grammar::Until;
 use lexer::Heredoc;
-use wrappers::{find_exec_commands, peel, shell_script};
+use wrappers::{code_strings, find_exec_commands, peel, shell_run, ShellRun};
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
 /// before the rest of that construct is treated crudely.
@@ -67,17 +67,24 @@ pub struct SimpleCommand {
     pub transparent: bool,
 }
 
-/// The simple commands found in a text, and whether any part of it was only read crudely.
+/// The simple commands found in a text, and why it cannot be checked when it cannot.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Split {
     /// Every simple command, in order of appearance (commands inside a substitution come
     /// before the command holding it).
     pub commands: Vec<SimpleCommand>,
-    /// True when nesting deeper than [`MAX_DEPTH`] or re-parsing more than the budget
-    /// allows made the splitter fall back to its crude reading for some part of the text.
-    /// The commands listed are then an over-approximation, and may be incomplete.
-    pub gave_up: bool,
+    /// Set when some part of the text could hide a command the splitter cannot name: a
+    /// construct it does not follow (a string the shell runs as code, a here-document fed
+    /// to a shell, a glob for a command name), or nesting deeper than [`MAX_DEPTH`] or
+    /// re-parsing past the budget (where it fell back to its crude reading, which
+    /// over-reports but may be incomplete). The sentence names the first such construct;
+    /// the policy refuses the text with it.
+    pub refusal: Option<String>,
 }
+
+/// Why text nested too deeply or repeating too much is refused.
+pub const TOO_COMPLEX: &str = "it nests too deeply or repeats too much shell text to be \
+     read in full";
 
 /// Splits shell text into the simple commands it would run, each in all its spellings.
 /// Accepts any text; never panics.
@@ -87,13 +94,14 @@ pub fn split(text: &str) -> Split {
         out: Vec::new(),
         budget: allowance,
         crude_budget: allowance,
-        gave_up: false,
+        refusal: None,
+        args: vec![b"bash".to_vec()],
     };
     let mut parser = Parser::new(text.as_bytes(), 0);
     parser.parse_list(&mut cx, Until::End);
     Split {
         commands: cx.out,
-        gave_up: cx.gave_up,
+        refusal: cx.refusal,
     }
 }
 
@@ -121,8 +129,20 @@ struct Context {
     budget: usize,
     /// How many more bytes the crude fallback may read.
     crude_budget: usize,
-    /// Whether the crude fallback was needed.
-    gave_up: bool,
+    /// The first construct that makes the text impossible to check, if any.
+    refusal: Option<String>,
+    /// The positional parameters of the script being read, `$0` first.
+    args: Vec<Vec<u8>>,
+}
+
+impl Context {
+    /// Notes that the text cannot be checked because of `construct` (the first one noted
+    /// is the one given as the reason).
+    fn refuse(&mut self, construct: impl FnOnce() -> String) {
+        if self.refusal.is_none() {
+            self.refusal = Some(construct());
+        }
+    }
 }
 
 /// A word after quote removal.
@@ -137,6 +157,9 @@ struct Word {
     assignment: bool,
     /// The word holds an unquoted `{`, so brace expansion may apply.
     brace: bool,
+    /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
+    /// is when the variable is unset. None when it holds no such default.
+    alternative: Option<Vec<u8>>,
 }
 
 impl Word {
@@ -154,6 +177,8 @@ struct Parser<'s> {
     pos: usize,
     depth: usize,
     heredocs: Vec<Heredoc>,
+    /// The word of the last `${x:-word}` read, for the word's alternative spelling.
+    default_word: Option<Vec<u8>>,
 }
 
 impl<'s> Parser<'s> {
@@ -163,6 +188,7 @@ impl<'s> Parser<'s> {
             pos: 0,
             depth,
             heredocs: Vec::new(),
+            default_word: None,
         }
     }
 
@@ -200,7 +226,7 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
 /// command. Past its own budget it lists nothing more (the text is marked as given up on
 /// either way).
 fn crude(cx: &mut Context, text: &[u8]) {
-    cx.gave_up = true;
+    cx.refuse(|| TOO_COMPLEX.to_owned());
     if cx.crude_budget < text.len() {
         cx.crude_budget = 0;
         return;
@@ -242,26 +268,67 @@ fn crude(cx: &mut Context, text: &[u8]) {
             .map(str::to_owned)
             .collect();
         if !words.is_empty() {
-            emit_texts(cx, words, MAX_DEPTH, None);
+            emit_texts(cx, words, MAX_DEPTH, None, None);
         }
     }
 }
 
 /// Builds the spellings of one simple command from its words, peeling wrappers, and splits
-/// the scripts it hands to a shell. `written` is an extra spelling (the text before brace
-/// expansion). At `MAX_DEPTH` nothing is split any further.
-fn emit_texts(cx: &mut Context, words: Vec<String>, depth: usize, written: Option<String>) {
+/// the scripts it hands to a shell or keeps to run later. `written` is an extra spelling
+/// (the text before brace expansion); `stdin` says how a heredoc or here-string feeding
+/// the command was written (`<<EOF`, `<<<`). At `MAX_DEPTH` nothing is split any further.
+/// Returns whether the command is a shell that reads its script from standard input.
+fn emit_texts(
+    cx: &mut Context,
+    words: Vec<String>,
+    depth: usize,
+    written: Option<String>,
+    stdin: Option<&str>,
+) -> bool {
     let mut layers = vec![words];
+    let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
     while layers.len() < MAX_LAYERS {
-        match layers.last().and_then(|layer| peel(layer)) {
-            Some(next) if !next.is_empty() => layers.push(next),
-            _ => break,
+        let Some(peeled) = layers.last().and_then(|layer| peel(layer)) else {
+            break;
+        };
+        scripts.extend(peeled.scripts.into_iter().map(|s| (s, None)));
+        if peeled.words.is_empty() {
+            break;
         }
+        layers.push(peeled.words);
     }
     let mut command = SimpleCommand::default();
     if let Some(written) = written {
         command.forms.push(written);
     }
+    let mut reads_stdin = false;
+    let mut expand = Vec::new();
+    let mut execs = Vec::new();
+    for layer in layers.iter_mut() {
+        match shell_run(layer) {
+            Some(ShellRun::String(script, args)) => {
+                scripts.push((script, (basename(&layer[0]) != "eval").then_some(args)));
+            }
+            Some(ShellRun::Stdin) => {
+                reads_stdin = true;
+                match stdin {
+                    // The shell's script is the heredoc or here-string, split on its own.
+                    Some(marker) => layer.push(marker.to_owned()),
+                    // A script from a pipe or a file: spelled as the shell alone, whatever
+                    // its options, so `Bash(sh)` names `curl ... | sh -e`.
+                    None => command.forms.push(basename(&layer[0]).to_owned()),
+                }
+            }
+            None => {}
+        }
+        let (run, again) = code_strings(layer);
+        scripts.extend(run.into_iter().map(|s| (s, None)));
+        expand.extend(again);
+        execs.extend(find_exec_commands(layer));
+    }
+    command.transparent = layers.last().is_some_and(|l| {
+        matches!(shell_run(l), Some(ShellRun::String(..))) || (reads_stdin && stdin.is_some())
+    });
     for layer in &layers {
         for spelling in spellings(layer) {
             if !command.forms.contains(&spelling) {
@@ -269,34 +336,38 @@ fn emit_texts(cx: &mut Context, words: Vec<String>, depth: usize, written: Optio
             }
         }
     }
-    let innermost = layers.last().map(|l| spellings(l)).unwrap_or_default();
-    command.innermost = innermost;
-    let mut scripts = Vec::new();
-    let mut execs = Vec::new();
-    if depth < MAX_DEPTH {
-        for (index, layer) in layers.iter().enumerate() {
-            if let Some(script) = shell_script(layer) {
-                if index + 1 == layers.len() {
-                    command.transparent = true;
-                }
-                scripts.push(script);
+    command.innermost = layers.last().map(|l| spellings(l)).unwrap_or_default();
+    cx.out.push(command);
+    if depth >= MAX_DEPTH {
+        if !(scripts.is_empty() && expand.is_empty() && execs.is_empty()) {
+            cx.refuse(|| TOO_COMPLEX.to_owned());
+        }
+        return reads_stdin;
+    }
+    for (script, args) in scripts {
+        match args {
+            Some(args) => {
+                let args = args.into_iter().map(String::into_bytes).collect();
+                let outer = std::mem::replace(&mut cx.args, args);
+                sub_parse(cx, script.as_bytes(), depth + 1);
+                cx.args = outer;
             }
-            execs.extend(find_exec_commands(layer));
+            None => sub_parse(cx, script.as_bytes(), depth + 1),
         }
     }
-    cx.out.push(command);
-    for script in scripts {
-        sub_parse(cx, script.as_bytes(), depth + 1);
+    for text in expand {
+        Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
     }
     for exec in execs {
         let size: usize = exec.iter().map(|w| w.len() + 1).sum();
         if cx.budget < size {
-            cx.gave_up = true;
+            cx.refuse(|| TOO_COMPLEX.to_owned());
             continue;
         }
         cx.budget -= size;
-        emit_texts(cx, exec, depth + 1, None);
+        emit_texts(cx, exec, depth + 1, None, None);
     }
+    reads_stdin
 }
 
 /// The command joined by single spaces, and with its program's basename when it is a path.

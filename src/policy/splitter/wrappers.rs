@@ -1,15 +1,577 @@
-//! Programs that run another program or a shell string: wrappers peeled layer by layer,
-//! the `-c` string of a shell and `eval`, and the commands of `find -exec`.
+//! Programs that run another program or a string of shell code: a table of wrappers, each
+//! with the options that take a value, peeled one layer at a time; shells given `-c` (and
+//! their positional arguments) or reading their script from standard input; `eval`,
+//! `trap` and the other builtins that run or expand a string later; and the commands of
+//! `find -exec`.
 
 use super::{basename, is_assignment};
 
-/// Shells whose `-c` string is split as shell text.
+/// Shells: their `-c` string is split as shell text, and without a script operand they
+/// read their script from standard input.
 pub(crate) const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "csh", "tcsh", "fish",
+    "sh", "bash", "rbash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "ash", "yash", "posh",
+    "csh", "tcsh", "fish",
 ];
 
-/// For a shell given `-c`, its command string; for `eval`, its arguments joined.
-pub(super) fn shell_script(words: &[String]) -> Option<String> {
+/// What a wrapper does with the words after its options.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Runs {
+    /// The words are a command and its arguments.
+    Command,
+    /// The words are joined into one string that a shell runs (`watch`, `sg`).
+    Joined,
+    /// The words are the arguments of a shell (`su user -c X`: `-c X` goes to the shell).
+    ShellArguments,
+    /// Nothing: only the value of its command option runs (`script -c X`).
+    Nothing,
+}
+
+/// How one wrapper reads its own options.
+struct Wrapper {
+    names: &'static [&'static str],
+    /// Short options that take a value (attached, or as the next word).
+    short_value: &'static [u8],
+    /// Short options whose value can only be attached (`xargs -i`, `-e`).
+    short_optional: &'static [u8],
+    /// Long options followed by that many values when not given `--name=value`.
+    long_values: &'static [(&'static str, usize)],
+    /// Words before the command that are not options (the duration of `timeout`).
+    operands: usize,
+    /// Whether `NAME=value` words may follow the options (`env`, `sudo`).
+    assignments: bool,
+    /// An option whose value is a shell string that is run (`su -c`, `flock -c`).
+    command_short: Option<u8>,
+    command_long: Option<&'static str>,
+    runs: Runs,
+}
+
+const PLAIN: Wrapper = Wrapper {
+    names: &[],
+    short_value: b"",
+    short_optional: b"",
+    long_values: &[],
+    operands: 0,
+    assignments: false,
+    command_short: None,
+    command_long: None,
+    runs: Runs::Command,
+};
+
+/// Every program known to run the command it is given, with its options.
+const WRAPPERS: &[Wrapper] = &[
+    Wrapper {
+        names: &["env"],
+        short_value: b"uCSP",
+        long_values: &[("unset", 1), ("chdir", 1), ("split-string", 1)],
+        assignments: true,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["command", "builtin", "nohup", "fakeroot-tcp"],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["setsid"],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["exec"],
+        short_value: b"a",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["nice"],
+        short_value: b"n",
+        long_values: &[("adjustment", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["timeout"],
+        short_value: b"sk",
+        long_values: &[("signal", 1), ("kill-after", 1)],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["time"],
+        short_value: b"fo",
+        long_values: &[("format", 1), ("output", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["stdbuf"],
+        short_value: b"oei",
+        long_values: &[("output", 1), ("error", 1), ("input", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["xargs"],
+        short_value: b"adEILnPs",
+        short_optional: b"eil",
+        long_values: &[
+            ("arg-file", 1),
+            ("delimiter", 1),
+            ("max-args", 1),
+            ("max-procs", 1),
+            ("max-chars", 1),
+            ("process-slot-var", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["ionice"],
+        short_value: b"cnpPu",
+        long_values: &[("class", 1), ("classdata", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["taskset"],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["sudo"],
+        short_value: b"CDghpRrTtUu",
+        long_values: &[
+            ("close-from", 1),
+            ("chdir", 1),
+            ("group", 1),
+            ("host", 1),
+            ("prompt", 1),
+            ("chroot", 1),
+            ("role", 1),
+            ("command-timeout", 1),
+            ("type", 1),
+            ("other-user", 1),
+            ("user", 1),
+        ],
+        assignments: true,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["doas"],
+        short_value: b"uC",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["flock"],
+        short_value: b"wE",
+        long_values: &[("timeout", 1), ("wait", 1), ("conflict-exit-code", 1)],
+        operands: 1,
+        command_short: Some(b'c'),
+        command_long: Some("command"),
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["chroot"],
+        long_values: &[("userspec", 1), ("groups", 1)],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["unshare"],
+        short_value: b"SGRw",
+        long_values: &[
+            ("setuid", 1),
+            ("setgid", 1),
+            ("root", 1),
+            ("wd", 1),
+            ("propagation", 1),
+            ("setgroups", 1),
+            ("map-user", 1),
+            ("map-group", 1),
+            ("map-users", 1),
+            ("map-groups", 1),
+            ("monotonic", 1),
+            ("boottime", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["nsenter"],
+        short_value: b"tSG",
+        long_values: &[("target", 1), ("setuid", 1), ("setgid", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["runuser", "su"],
+        short_value: b"ugGsw",
+        long_values: &[
+            ("user", 1),
+            ("group", 1),
+            ("supp-group", 1),
+            ("shell", 1),
+            ("whitelist-environment", 1),
+        ],
+        command_short: Some(b'c'),
+        command_long: Some("command"),
+        runs: Runs::ShellArguments,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["sg"],
+        operands: 1,
+        command_short: Some(b'c'),
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["setpriv"],
+        long_values: &[
+            ("reuid", 1),
+            ("regid", 1),
+            ("ruid", 1),
+            ("rgid", 1),
+            ("euid", 1),
+            ("egid", 1),
+            ("groups", 1),
+            ("inh-caps", 1),
+            ("ambient-caps", 1),
+            ("bounding-set", 1),
+            ("securebits", 1),
+            ("pdeathsig", 1),
+            ("selinux-label", 1),
+            ("apparmor-profile", 1),
+            ("landlock-access", 1),
+            ("landlock-rule", 1),
+            ("seccomp-filter", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["prlimit"],
+        short_value: b"po",
+        long_values: &[("pid", 1), ("output", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["chrt"],
+        short_value: b"TPD",
+        long_values: &[
+            ("sched-runtime", 1),
+            ("sched-period", 1),
+            ("sched-deadline", 1),
+        ],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["numactl"],
+        short_value: b"imNCpPwbu",
+        long_values: &[
+            ("interleave", 1),
+            ("weighted-interleave", 1),
+            ("membind", 1),
+            ("cpunodebind", 1),
+            ("physcpubind", 1),
+            ("preferred", 1),
+            ("preferred-many", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["script"],
+        short_value: b"cEIOBTm",
+        long_values: &[
+            ("echo", 1),
+            ("log-in", 1),
+            ("log-out", 1),
+            ("log-io", 1),
+            ("log-timing", 1),
+            ("logging-format", 1),
+            ("output-limit", 1),
+        ],
+        command_short: Some(b'c'),
+        command_long: Some("command"),
+        runs: Runs::Nothing,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["strace"],
+        short_value: b"abeEIoOpPsSuUX",
+        long_values: &[
+            ("expr", 1),
+            ("output", 1),
+            ("attach", 1),
+            ("user", 1),
+            ("env", 1),
+            ("string-limit", 1),
+            ("trace", 1),
+            ("signal", 1),
+            ("status", 1),
+            ("trace-path", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["ltrace"],
+        short_value: b"aeEfFlnoOpsuwxXAD",
+        long_values: &[("output", 1), ("library", 1), ("indent", 1), ("align", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["watch"],
+        short_value: b"nq",
+        long_values: &[("interval", 1), ("equexit", 1)],
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["parallel", "sem"],
+        short_value: b"jSlNLnkmIEdCaP",
+        long_values: &[
+            ("jobs", 1),
+            ("sshlogin", 1),
+            ("joblog", 1),
+            ("delay", 1),
+            ("timeout", 1),
+            ("arg-file", 1),
+            ("max-args", 1),
+            ("colsep", 1),
+            ("results", 1),
+            ("tmpdir", 1),
+            ("workdir", 1),
+            ("id", 1),
+        ],
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["fakeroot"],
+        short_value: b"lsib",
+        long_values: &[("lib", 1), ("faked", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["firejail"],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["bwrap"],
+        long_values: &[
+            ("args", 1),
+            ("argv0", 1),
+            ("userns", 1),
+            ("userns2", 1),
+            ("pidns", 1),
+            ("uid", 1),
+            ("gid", 1),
+            ("hostname", 1),
+            ("chdir", 1),
+            ("unsetenv", 1),
+            ("lock-file", 1),
+            ("sync-fd", 1),
+            ("remount-ro", 1),
+            ("exec-label", 1),
+            ("file-label", 1),
+            ("proc", 1),
+            ("dev", 1),
+            ("tmpfs", 1),
+            ("mqueue", 1),
+            ("dir", 1),
+            ("seccomp", 1),
+            ("add-seccomp-fd", 1),
+            ("block-fd", 1),
+            ("userns-block-fd", 1),
+            ("info-fd", 1),
+            ("json-status-fd", 1),
+            ("cap-add", 1),
+            ("cap-drop", 1),
+            ("perms", 1),
+            ("size", 1),
+            ("overlay-src", 1),
+            ("setenv", 2),
+            ("bind", 2),
+            ("bind-try", 2),
+            ("dev-bind", 2),
+            ("dev-bind-try", 2),
+            ("ro-bind", 2),
+            ("ro-bind-try", 2),
+            ("bind-fd", 2),
+            ("ro-bind-fd", 2),
+            ("file", 2),
+            ("bind-data", 2),
+            ("ro-bind-data", 2),
+            ("symlink", 2),
+            ("chmod", 2),
+            ("tmp-overlay", 2),
+            ("ro-overlay", 2),
+            ("overlay", 3),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["systemd-run"],
+        short_value: b"upEMH",
+        long_values: &[
+            ("unit", 1),
+            ("property", 1),
+            ("description", 1),
+            ("slice", 1),
+            ("uid", 1),
+            ("gid", 1),
+            ("nice", 1),
+            ("setenv", 1),
+            ("machine", 1),
+            ("host", 1),
+            ("working-directory", 1),
+            ("service-type", 1),
+            ("on-active", 1),
+            ("on-boot", 1),
+            ("on-startup", 1),
+            ("on-unit-active", 1),
+            ("on-unit-inactive", 1),
+            ("on-calendar", 1),
+            ("timer-property", 1),
+            ("path-property", 1),
+            ("socket-property", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["busybox"],
+        ..PLAIN
+    },
+];
+
+/// One layer peeled off a command: the command it runs (may be empty) and the shell
+/// strings it hands to a shell.
+#[derive(Default)]
+pub(super) struct Peeled {
+    pub words: Vec<String>,
+    pub scripts: Vec<String>,
+}
+
+/// The words a wrapper runs and the shell strings it runs, or None when the command is not
+/// a wrapper.
+pub(super) fn peel(words: &[String]) -> Option<Peeled> {
+    let name = basename(words.first()?);
+    let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&name))?;
+    let mut peeled = Peeled::default();
+    let mut split_string: Option<String> = None;
+    let mut index = 1;
+    while index < words.len() {
+        let word = words[index].as_str();
+        if word == "--" {
+            index += 1;
+            break;
+        }
+        if word == "-" && matches!(name, "env" | "su") {
+            index += 1;
+            continue;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            let (long_name, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_owned())),
+                None => (long, None),
+            };
+            let count = wrapper
+                .long_values
+                .iter()
+                .find(|(n, _)| *n == long_name)
+                .map_or(0, |(_, count)| *count);
+            let takes = if attached.is_some() { 0 } else { count };
+            let value = attached.or_else(|| (takes > 0).then(|| words.get(index + 1).cloned())?);
+            if wrapper.command_long == Some(long_name) {
+                let value = value.or_else(|| words.get(index + 1).cloned());
+                peeled.scripts.extend(value);
+                index += if long.contains('=') { 1 } else { 2 };
+                continue;
+            }
+            if name == "env" && long_name == "split-string" {
+                split_string = value;
+            }
+            index += 1 + takes;
+            continue;
+        }
+        if word.len() > 1 && word.starts_with('-') {
+            let flags = &word.as_bytes()[1..];
+            let mut takes_next = false;
+            for (at, flag) in flags.iter().enumerate() {
+                if wrapper.short_optional.contains(flag) {
+                    break;
+                }
+                let attached = word.get(at + 2..).unwrap_or("");
+                let value = if attached.is_empty() {
+                    words.get(index + 1).cloned()
+                } else {
+                    Some(attached.to_owned())
+                };
+                if wrapper.command_short == Some(*flag) {
+                    takes_next = attached.is_empty();
+                    peeled.scripts.extend(value);
+                    break;
+                }
+                if wrapper.short_value.contains(flag) {
+                    takes_next = attached.is_empty();
+                    if name == "env" && *flag == b'S' {
+                        split_string = value;
+                    }
+                    break;
+                }
+            }
+            index += if takes_next { 2 } else { 1 };
+            continue;
+        }
+        break;
+    }
+    if wrapper.assignments {
+        // env takes any word holding `=` as a variable, also one bash would not name.
+        while index < words.len()
+            && (is_assignment(&words[index]) || (name == "env" && words[index].contains('=')))
+        {
+            if let Some(function) = words[index].strip_prefix("BASH_FUNC_") {
+                // An exported function: its body runs if a shell below calls it.
+                if let Some((_, body)) = function.split_once('=') {
+                    peeled.scripts.push(body.to_owned());
+                }
+            }
+            index += 1;
+        }
+    }
+    let rest = words.get(index..).unwrap_or(&[]);
+    match wrapper.runs {
+        Runs::Command => {
+            let rest = rest.get(wrapper.operands..).unwrap_or(&[]);
+            if let Some(split_string) = split_string {
+                peeled
+                    .words
+                    .extend(split_string.split_whitespace().map(str::to_owned));
+            }
+            peeled.words.extend(rest.iter().cloned());
+        }
+        Runs::Joined => {
+            let rest = rest.get(wrapper.operands..).unwrap_or(&[]);
+            if !rest.is_empty() {
+                peeled.scripts.push(rest.join(" "));
+            }
+        }
+        Runs::ShellArguments => {
+            // `su [user [shell arguments]]`; `runuser -u user command`.
+            let by_option = words.iter().any(|w| w == "-u" || w.starts_with("--user"));
+            if by_option && name == "runuser" {
+                peeled.words.extend(rest.iter().cloned());
+            } else if rest.len() > 1 {
+                peeled.words.push("sh".to_owned());
+                peeled.words.extend(rest[1..].iter().cloned());
+            }
+        }
+        Runs::Nothing => {}
+    }
+    Some(peeled)
+}
+
+/// How a shell command runs its script.
+pub(super) enum ShellRun {
+    /// A `-c` string, with the positional parameters after it (`$0` first).
+    String(String, Vec<String>),
+    /// A script read from standard input.
+    Stdin,
+}
+
+/// For a shell, how it gets its script (None for a script file or another program); for
+/// `eval`, its arguments joined.
+pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
     let name = basename(words.first()?);
     if name == "eval" {
         let args: Vec<&str> = words
@@ -18,12 +580,13 @@ pub(super) fn shell_script(words: &[String]) -> Option<String> {
             .map(String::as_str)
             .skip_while(|w| *w == "--")
             .collect();
-        return (!args.is_empty()).then(|| args.join(" "));
+        return (!args.is_empty()).then(|| ShellRun::String(args.join(" "), Vec::new()));
     }
     if !SHELLS.contains(&name) {
         return None;
     }
     let mut has_c = false;
+    let mut has_s = false;
     let mut index = 1;
     while index < words.len() {
         let word = words[index].as_str();
@@ -41,9 +604,8 @@ pub(super) fn shell_script(words: &[String]) -> Option<String> {
         }
         if word.len() > 1 && (word.starts_with('-') || word.starts_with('+')) {
             let flags = &word[1..];
-            if flags.contains('c') {
-                has_c = true;
-            }
+            has_c |= word.starts_with('-') && flags.contains('c');
+            has_s |= word.starts_with('-') && flags.contains('s');
             index += if flags.ends_with('o') || flags.ends_with('O') {
                 2
             } else {
@@ -54,9 +616,86 @@ pub(super) fn shell_script(words: &[String]) -> Option<String> {
         break;
     }
     if has_c {
-        words.get(index).cloned()
-    } else {
-        None
+        let script = words.get(index)?.clone();
+        let mut args: Vec<String> = words.get(index + 1..).unwrap_or(&[]).to_vec();
+        if args.is_empty() {
+            args.push(name.to_owned());
+        }
+        return Some(ShellRun::String(script, args));
+    }
+    (has_s || index >= words.len()).then_some(ShellRun::Stdin)
+}
+
+/// The strings of shell code a builtin keeps to run later (`trap 'X' EXIT`,
+/// `mapfile -C X`), and the strings it will expand again as words (a subscript in
+/// `printf -v 'a[$(X)]'`, `unset`, `test -v`, `[[ -v ]]`): `(run, expand)`.
+pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut run = Vec::new();
+    let mut expand = Vec::new();
+    let Some(first) = words.first() else {
+        return (run, expand);
+    };
+    let args = &words[1..];
+    match first.as_str() {
+        "trap" => {
+            let operands: Vec<&String> = args.iter().skip_while(|a| a.starts_with('-')).collect();
+            if operands.len() >= 2 {
+                run.push(operands[0].clone());
+            }
+        }
+        "mapfile" | "readarray" => {
+            for (index, arg) in args.iter().enumerate() {
+                if arg == "-C" {
+                    run.extend(args.get(index + 1).cloned());
+                } else if let Some(callback) = arg.strip_prefix("-C") {
+                    run.push(callback.to_owned());
+                }
+            }
+        }
+        _ => {}
+    }
+    // Words a builtin takes as variable names (or arithmetic), whose subscripts are
+    // expanded once more; `[[ ]]` operands compared as numbers are arithmetic too.
+    let names_taken = matches!(
+        first.as_str(),
+        "printf"
+            | "unset"
+            | "test"
+            | "["
+            | "[["
+            | "read"
+            | "declare"
+            | "typeset"
+            | "local"
+            | "export"
+            | "readonly"
+            | "let"
+            | "wait"
+            | "mapfile"
+            | "readarray"
+            | "getopts"
+    );
+    if names_taken {
+        expand.extend(
+            args.iter()
+                .filter(|a| a.contains("$(") || a.contains('`'))
+                .cloned(),
+        );
+    }
+    (run, expand)
+}
+
+/// The assignments whose value the shell runs or expands later: prompts (`PS4` with
+/// `set -x`) are expanded, `PROMPT_COMMAND` is run. `(run, expand)` like [`code_strings`].
+pub(super) fn code_in_assignment(word: &str) -> (Option<String>, Option<String>) {
+    let Some((name, value)) = word.split_once('=') else {
+        return (None, None);
+    };
+    let name = name.trim_end_matches('+');
+    match name {
+        "PS0" | "PS1" | "PS2" | "PS3" | "PS4" => (None, Some(value.to_owned())),
+        "PROMPT_COMMAND" => (Some(value.to_owned()), None),
+        _ => (None, None),
     }
 }
 
@@ -85,178 +724,4 @@ pub(super) fn find_exec_commands(words: &[String]) -> Vec<Vec<String>> {
         index += 1;
     }
     out
-}
-
-/// How a wrapper's own options are read.
-struct Options {
-    /// Short options that take an argument (attached or as the next word).
-    short_with_argument: &'static [u8],
-    /// Short options whose optional argument can only be attached.
-    short_optional: &'static [u8],
-    /// Long options that take the next word as argument when given without `=`.
-    long_with_argument: &'static [&'static str],
-    /// Operands the wrapper takes before the command (the duration of `timeout`).
-    operands: usize,
-    /// Whether `NAME=value` words may follow the options (`env`, `sudo`).
-    assignments: bool,
-}
-
-const NO_OPTIONS: Options = Options {
-    short_with_argument: b"",
-    short_optional: b"",
-    long_with_argument: &[],
-    operands: 0,
-    assignments: false,
-};
-
-/// The words a wrapper runs, or None when the command is not a wrapper.
-pub(super) fn peel(words: &[String]) -> Option<Vec<String>> {
-    let name = basename(words.first()?);
-    let options = match name {
-        "env" => Options {
-            short_with_argument: b"uCSP",
-            long_with_argument: &["unset", "chdir", "split-string"],
-            assignments: true,
-            ..NO_OPTIONS
-        },
-        "command" | "builtin" | "nohup" | "setsid" | "busybox" => NO_OPTIONS,
-        "exec" => Options {
-            short_with_argument: b"a",
-            ..NO_OPTIONS
-        },
-        "nice" => Options {
-            short_with_argument: b"n",
-            long_with_argument: &["adjustment"],
-            ..NO_OPTIONS
-        },
-        "timeout" => Options {
-            short_with_argument: b"sk",
-            long_with_argument: &["signal", "kill-after"],
-            operands: 1,
-            ..NO_OPTIONS
-        },
-        "time" => Options {
-            short_with_argument: b"fo",
-            long_with_argument: &["format", "output"],
-            ..NO_OPTIONS
-        },
-        "stdbuf" => Options {
-            short_with_argument: b"oei",
-            long_with_argument: &["output", "error", "input"],
-            ..NO_OPTIONS
-        },
-        "xargs" => Options {
-            short_with_argument: b"adEILnPs",
-            short_optional: b"eil",
-            long_with_argument: &[
-                "arg-file",
-                "delimiter",
-                "max-args",
-                "max-procs",
-                "max-chars",
-                "process-slot-var",
-            ],
-            ..NO_OPTIONS
-        },
-        "ionice" => Options {
-            short_with_argument: b"cnpPu",
-            long_with_argument: &["class", "classdata", "pid", "pgid", "uid"],
-            ..NO_OPTIONS
-        },
-        "taskset" => Options {
-            operands: 1,
-            ..NO_OPTIONS
-        },
-        "sudo" => Options {
-            short_with_argument: b"CDghpRrTtUu",
-            long_with_argument: &[
-                "close-from",
-                "chdir",
-                "group",
-                "host",
-                "prompt",
-                "chroot",
-                "role",
-                "command-timeout",
-                "type",
-                "other-user",
-                "user",
-            ],
-            assignments: true,
-            ..NO_OPTIONS
-        },
-        "doas" => Options {
-            short_with_argument: b"uC",
-            ..NO_OPTIONS
-        },
-        _ => return None,
-    };
-    let mut split_string: Option<String> = None;
-    let mut index = 1;
-    while index < words.len() {
-        let word = words[index].as_str();
-        if word == "--" {
-            index += 1;
-            break;
-        }
-        if word == "-" && name == "env" {
-            index += 1;
-            continue;
-        }
-        if let Some(long) = word.strip_prefix("--") {
-            let (long_name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (long, None),
-            };
-            let takes_next = value.is_none() && options.long_with_argument.contains(&long_name);
-            let value = if takes_next {
-                words.get(index + 1).cloned()
-            } else {
-                value
-            };
-            if name == "env" && long_name == "split-string" {
-                split_string = value;
-            }
-            index += if takes_next { 2 } else { 1 };
-            continue;
-        }
-        if word.len() > 1 && word.starts_with('-') {
-            let flags = &word.as_bytes()[1..];
-            let mut takes_next = false;
-            for (at, flag) in flags.iter().enumerate() {
-                if options.short_optional.contains(flag) {
-                    break;
-                }
-                if options.short_with_argument.contains(flag) {
-                    let attached = word.get(at + 2..).unwrap_or("");
-                    if attached.is_empty() {
-                        takes_next = true;
-                    }
-                    if name == "env" && *flag == b'S' {
-                        split_string = if attached.is_empty() {
-                            words.get(index + 1).cloned()
-                        } else {
-                            Some(attached.to_owned())
-                        };
-                    }
-                    break;
-                }
-            }
-            index += if takes_next { 2 } else { 1 };
-            continue;
-        }
-        break;
-    }
-    if options.assignments {
-        while index < words.len() && is_assignment(&words[index]) {
-            index += 1;
-        }
-    }
-    index = index.saturating_add(options.operands);
-    let mut rest: Vec<String> = Vec::new();
-    if let Some(split_string) = split_string {
-        rest.extend(split_string.split_whitespace().map(str::to_owned));
-    }
-    rest.extend(words.iter().skip(index).cloned());
-    Some(rest)
 }

@@ -1,0 +1,98 @@
+//! The seed corpus: texts that run `zapme` through every construct the splitter has had
+//! to learn, one or more per kind. Mutations of these are half of what the differential
+//! test runs; each is also run as it is.
+
+pub const SEEDS: &[&str] = &[
+    // Heredocs: delimiters holding expansions, a heredoc after a `$(` that goes on, the
+    // body read at the next newline of the line that started it.
+    "cat <<E$(x)\nbody\nE$(x)\nzapme",
+    "cat <<E`x`\nbody\nE`x`\nzapme",
+    "cat <<E${x}\nbody\nE${x}\nzapme",
+    "cat <<E$((1))\nbody\nE$((1))\nzapme",
+    "cat <<E$@\nbody\nE$@\nzapme",
+    "cat <<E $(echo a\nb)\nbody\nE\nzapme",
+    "echo $(cat <<E\nbody\nE\n); zapme",
+    "cat <<A; cat <<B\na\nA\nb\nB\nzapme",
+    "cat <<'E'\n$(zapme)\nE\nzapme",
+    "cat <<E\n$(zapme)\nE",
+    "cat <<-E\n\tbody\n\tE\nzapme",
+    // Quoting kept across groups.
+    "x=( a # it's\n b )\nzapme",
+    "echo \"${x#'}'}\"; zapme",
+    "echo \"${x%'}'}\"; zapme",
+    "echo \"${x/'}'/}\"; zapme",
+    // Reserved words after redirections are plain words.
+    "</dev/null case x in x) zapme;; esac",
+    "</dev/null [[ -n x ]]; zapme",
+    // `time`, `!` and `coproc` before compound commands.
+    "time { zapme; }",
+    "time -p { zapme; }",
+    "! time { zapme; }",
+    "time ! { zapme; }",
+    "time while zapme; do break; done",
+    "time ( zapme )",
+    "coproc c { zapme; }",
+    "coproc c ( zapme )",
+    "coproc c while zapme; do break; done",
+    // `$'..'` with an escaped NUL ends the word there.
+    "zapme$'\\0x'",
+    "zapme$'\\x00x'",
+    "zapme$'\\u0000x'",
+    "zapme$'\\000x'",
+    "zapme$'\\c@x'",
+    // Parameters of a `-c` string.
+    "zapme$1",
+    "zapme${10}",
+    "zapme${@}",
+    "zapme${@:-}",
+    "zap$#me",
+    "$0 -c zapme",
+    "${1:-zapme}",
+    "${x:-zapme}",
+    "${x-zapme}",
+    "${x:=zapme}",
+    // Brace expansion.
+    "zap{m..m}e",
+    "{zapme,}",
+    "za{p..p}me",
+    // Globs in the command word.
+    "/usr/bin/zap?e",
+    "/usr/bin/zap*",
+    "/usr/bin/zap[m]e",
+    // Strings the shell runs as code.
+    "trap 'zapme' EXIT",
+    "trap zapme EXIT",
+    "mapfile -C zapme -c 1 x <<< a",
+    "readarray -C zapme -c 1 x <<< a",
+    "PS4='$(zapme)'; set -x; :",
+    "PROMPT_COMMAND=zapme; :",
+    "x='$(zapme)'; : ${x@P}",
+    "[[ -v 'a[$(zapme)]' ]]",
+    "test -v 'a[$(zapme)]'",
+    "printf -v 'a[$(zapme)]' x",
+    "unset 'a[$(zapme)]'",
+    "bash <<< 'zapme'",
+    "sh -x <<'E'\nzapme\nE",
+    "bash -c '$1' _ zapme",
+    "eval 'zapme'",
+    "sh -c 'zapme'",
+    // Wrappers.
+    "nohup zapme",
+    "env X=1 zapme",
+    "timeout 5 zapme",
+    "flock /tmp/l zapme",
+    "setsid zapme",
+    // Plain.
+    "zapme",
+    "ls; zapme",
+    "ls && zapme || zapme",
+    "ls | zapme",
+    "if zapme; then zapme; fi",
+    "for v in a; do zapme; done",
+    "f() { zapme; }; f",
+    "echo $(zapme) `zapme` <(zapme)",
+    "echo \"$(zapme)\"",
+    "echo ${x:-$(zapme)}",
+    "(( $(zapme) ))",
+    "[[ $(zapme) ]]",
+];
