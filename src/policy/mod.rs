@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod directives;
+pub mod options;
 pub mod rules;
 pub mod settings;
 pub mod shell_input;
@@ -31,7 +32,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub use audit::{default_audit_path, rfc3339, Audit};
 pub use directives::{parse_directives, Directives, Input};
-pub use rules::Rule;
+pub use rules::{Candidate, Rule};
 pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
 pub use shell_input::{check_shell_input, runs_a_shell, SHELL_ON_TERMINAL_REASON};
 pub use splitter::{simple_commands, SimpleCommand, Split};
@@ -54,6 +55,13 @@ impl Verdict {
     pub fn is_allowed(&self) -> bool {
         matches!(self, Verdict::Allow)
     }
+}
+
+/// A verdict and the simple commands it was reached on.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub verdict: Verdict,
+    pub commands: Vec<SimpleCommand>,
 }
 
 /// The reason given for text that holds no command.
@@ -166,7 +174,22 @@ impl Policy {
 
     /// Decides whether command text may run. Bytes that are not UTF-8 are read lossily.
     pub fn check(&self, text: &[u8]) -> Verdict {
+        self.explain(text).verdict
+    }
+
+    /// [`Policy::check`], with every simple command the splitter found: what
+    /// `terminalfs check` prints.
+    pub fn explain(&self, text: &[u8]) -> Explained {
         let text = String::from_utf8_lossy(text);
+        let split = splitter::split(&text);
+        let verdict = self.decide(&text, &split);
+        Explained {
+            verdict,
+            commands: split.commands,
+        }
+    }
+
+    fn decide(&self, text: &str, split: &Split) -> Verdict {
         if text.trim().is_empty() {
             return Verdict::Deny {
                 rule: None,
@@ -174,37 +197,46 @@ impl Policy {
             };
         }
         let rules = self.rules();
-        let split = splitter::split(&text);
         let commands = &split.commands;
-        let mut candidates = vec![rules::normalize(&text)];
+        let mut candidates = vec![Candidate::new(text)];
         let mut seen = HashSet::new();
         for command in commands {
             for form in &command.forms {
                 if seen.insert(form.as_str()) {
-                    candidates.push(rules::normalize(form));
+                    candidates.push(Candidate::new(form));
                 }
             }
         }
-        if let Some(rule) = first_match(&rules.deny, &candidates) {
-            return Verdict::Deny {
-                rule: Some(rule.text().to_owned()),
-                reason: format!(
-                    "denied by rule '{}' in {}",
-                    rule.text(),
-                    self.path.display()
-                ),
-            };
-        }
-        if let Some(rule) = first_match(&rules.ask, &candidates) {
-            return Verdict::Deny {
-                rule: Some(rule.text().to_owned()),
-                reason: format!(
-                    "refused by 'ask' rule '{}' in {}: it needs a confirmation and nobody is \
-                     here to give one",
-                    rule.text(),
-                    self.path.display()
-                ),
-            };
+        let globbed = commands.iter().flat_map(|c| &c.name_globs);
+        for (kind, list) in [("denied", &rules.deny), ("refused by 'ask'", &rules.ask)] {
+            if let Some(rule) = first_match(list, &candidates) {
+                return Verdict::Deny {
+                    rule: Some(rule.text().to_owned()),
+                    reason: if kind == "denied" {
+                        format!("denied by rule '{}' in {}", rule.text(), self.path.display())
+                    } else {
+                        format!(
+                            "refused by 'ask' rule '{}' in {}: it needs a confirmation and \
+                             nobody is here to give one",
+                            rule.text(),
+                            self.path.display()
+                        )
+                    },
+                };
+            }
+            for glob in globbed.clone() {
+                if let Some((rule, program)) = glob_names_rule(glob, list) {
+                    return Verdict::Deny {
+                        rule: Some(rule.text().to_owned()),
+                        reason: format!(
+                            "the command name '{glob}' is a pattern that could name \
+                             '{program}', {kind} by rule '{}' in {}",
+                            rule.text(),
+                            self.path.display()
+                        ),
+                    };
+                }
+            }
         }
         if let Some(construct) = &split.refusal {
             return Verdict::Deny {
@@ -217,11 +249,8 @@ impl Policy {
         if self.allowlist {
             for command in commands.iter().filter(|c| !c.transparent) {
                 let allowed = command.innermost.iter().any(|form| {
-                    let form = rules::normalize(form);
-                    rules
-                        .allow
-                        .iter()
-                        .any(|rule| rule.matches_normalized(&form))
+                    let form = Candidate::new(form);
+                    rules.allow.iter().any(|rule| rule.allows(&form))
                 });
                 if !allowed {
                     let shown = command.forms.first().map(String::as_str).unwrap_or("");
@@ -239,16 +268,27 @@ impl Policy {
         Verdict::Allow
     }
 
-    /// [`Policy::check`] for text still being written: only the part up to its last
-    /// whitespace is checked, so a write that ends inside a word (`rm -rf /` of
-    /// `rm -rf /tmp/x`, `su` of `sum`) is not refused for a command that will not be.
-    /// Allows text with no complete word yet; the full check at the decision still runs.
+    /// [`Policy::check`] for text still being written. Only what no later text can change
+    /// is refused: the text up to its last whitespace is checked (a write that ends inside
+    /// a word, `rm -rf /` of `rm -rf /tmp/x`, is not judged on half a word), and a refusal
+    /// stands only if it also holds with one more word after it, since the last command may
+    /// still grow (`bash` of `bash build.sh` is allowed until the text is complete). The
+    /// full check at the decision still runs.
     pub fn check_partial(&self, text: &[u8]) -> Verdict {
-        match text.iter().rposition(u8::is_ascii_whitespace) {
-            Some(end) if text[..end].iter().any(|b| !b.is_ascii_whitespace()) => {
-                self.check(&text[..end])
-            }
-            _ => Verdict::Allow,
+        let end = match text.iter().rposition(u8::is_ascii_whitespace) {
+            Some(end) if text[..end].iter().any(|b| !b.is_ascii_whitespace()) => end,
+            _ => return Verdict::Allow,
+        };
+        let verdict = self.check(&text[..end]);
+        if verdict.is_allowed() {
+            return verdict;
+        }
+        let mut longer = text[..end].to_vec();
+        longer.extend_from_slice(b" terminalfs-next-word");
+        if self.check(&longer).is_allowed() {
+            Verdict::Allow
+        } else {
+            verdict
         }
     }
 
@@ -339,11 +379,27 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<RuleSet, String> {
     RuleSet::parse(text).map_err(|err| format!("settings file {}: {err}", path.display()))
 }
 
-/// The first rule, in file order, that matches any of the (normalised) candidates.
-fn first_match<'r>(rules: &'r [Rule], candidates: &[String]) -> Option<&'r Rule> {
+/// The first rule, in file order, that matches any of the candidates.
+fn first_match<'r>(rules: &'r [Rule], candidates: &[Candidate]) -> Option<&'r Rule> {
     rules
         .iter()
-        .find(|rule| candidates.iter().any(|c| rule.matches_normalized(c)))
+        .find(|rule| candidates.iter().any(|c| rule.matches_candidate(c)))
+}
+
+/// The first rule whose program a command name that is a glob (`/usr/bin/sud?`, `zap*`)
+/// could name, with that program.
+fn glob_names_rule<'r>(glob: &str, rules: &'r [Rule]) -> Option<(&'r Rule, &'r str)> {
+    let base = glob.rsplit('/').next().unwrap_or(glob);
+    let matcher = globset::GlobBuilder::new(base)
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    rules.iter().find_map(|rule| {
+        let program = rule.program()?;
+        let program_base = program.rsplit('/').next().unwrap_or(program);
+        matcher.is_match(program_base).then_some((rule, program))
+    })
 }
 
 #[cfg(test)]

@@ -8,15 +8,38 @@
 //! or `[` is a glob anchored at both ends in which `*` also crosses `/` and spaces (a `\`
 //! escapes the next character); anything else must equal the command. Runs of whitespace
 //! compare as one space on both sides, and both sides are trimmed. Matching is
-//! case-sensitive.
+//! case-sensitive. A rule whose program is `rm`, `git`, `chmod`, `chown` or `chgrp` also
+//! matches option-aware (see [`options`](super::options)): `Bash(rm -r /)` names
+//! `rm -rf /`, `rm --recursive --force -- //` and `rm -Rfv / x` alike.
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use super::options::{Argv, ArgvPattern};
 
 /// A parsed `Bash(...)` permission rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
     text: String,
     shape: Shape,
+    /// The pattern read option-aware, when its program is one [`options`](super::options)
+    /// knows (`rm`, `git`, `chmod`, `chown`, `chgrp`).
+    argv: Option<ArgvPattern>,
+}
+
+/// One spelling of a command, normalised, and read option-aware when its program is one
+/// that is matched that way.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub text: String,
+    pub argv: Option<Argv>,
+}
+
+impl Candidate {
+    pub fn new(command: &str) -> Candidate {
+        let text = normalize(command);
+        let argv = Argv::read(&text);
+        Candidate { text, argv }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -71,9 +94,17 @@ impl Rule {
             None => Shape::Everything,
             Some(pattern) => Self::shape(entry, pattern)?,
         };
+        let argv = argument.and_then(|pattern| {
+            let pattern = normalize(pattern);
+            match pattern.strip_suffix(":*") {
+                Some(prefix) => ArgvPattern::new(prefix, true),
+                None => ArgvPattern::new(&pattern, false),
+            }
+        });
         Ok(Some(Rule {
             text: entry.to_owned(),
             shape,
+            argv,
         }))
     }
 
@@ -111,7 +142,33 @@ impl Rule {
         if let Shape::Everything = self.shape {
             return true;
         }
-        self.matches_normalized(&normalize(command))
+        self.matches_candidate(&Candidate::new(command))
+    }
+
+    /// Whether the rule matches one spelling of a command: as text, or option-aware.
+    pub fn matches_candidate(&self, candidate: &Candidate) -> bool {
+        self.matches_normalized(&candidate.text)
+            || matches!((&self.argv, &candidate.argv), (Some(p), Some(a)) if p.matches(a, false))
+    }
+
+    /// [`Rule::matches_candidate`] for an allow rule: option-aware, a rule without `:*`
+    /// needs the command's options to be exactly its own.
+    pub fn allows(&self, candidate: &Candidate) -> bool {
+        self.matches_normalized(&candidate.text)
+            || matches!((&self.argv, &candidate.argv), (Some(p), Some(a)) if p.matches(a, true))
+    }
+
+    /// The program the rule names (its first word), when that word is plain text.
+    pub fn program(&self) -> Option<&str> {
+        let pattern = match &self.shape {
+            Shape::Prefix(text) | Shape::Exact(text) => text.as_str(),
+            Shape::GlobPrefix(glob, _) | Shape::Glob(glob) => glob.literal_start.as_str(),
+            Shape::Everything => return None,
+        };
+        let first = pattern.split(' ').next()?;
+        let complete = !matches!(self.shape, Shape::GlobPrefix(..) | Shape::Glob(_))
+            || pattern.len() > first.len();
+        (complete && !first.is_empty()).then_some(first)
     }
 
     /// [`Rule::matches`] for a command already passed through [`normalize`].

@@ -116,30 +116,22 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// The deny entries of the default settings file.
+/// The deny entries of the default settings file. `rm`, `git` and `chmod` rules are
+/// matched option-aware, so each entry stands for every spelling of its command
+/// (`rm -r /` covers `rm -rf /`, `rm --recursive --force -- //`, `rm -Rfv /`).
 const DEFAULT_DENY: &[&str] = &[
     // Becoming someone else.
     "Bash(sudo:*)",
     "Bash(su:*)",
     "Bash(doas:*)",
     "Bash(pkexec:*)",
-    // Deleting everything. `[*]` is a literal star: `rm -rf /*` as typed, not any path.
-    "Bash(rm -rf /)",
-    "Bash(rm -rf / *)",
-    "Bash(rm -rf /[*])",
-    "Bash(rm -fr /)",
-    "Bash(rm -fr /[*])",
-    "Bash(rm -rf ~)",
-    "Bash(rm -rf ~/)",
-    "Bash(rm -rf ~/[*])",
-    "Bash(rm -fr ~)",
-    "Bash(rm -fr ~/[*])",
-    "Bash(rm -rf $HOME)",
-    "Bash(rm -rf $HOME/)",
-    "Bash(rm -rf $HOME/[*])",
-    "Bash(rm -rf ${HOME})",
-    "Bash(rm -rf ${HOME}/[*])",
-    "Bash(rm -fr $HOME)",
+    "Bash(run0:*)",
+    // Deleting everything: `/`, everything in it, the home directory. `[*]` is a literal
+    // star: `rm -rf /*` as typed, not any path.
+    "Bash(rm -r /)",
+    "Bash(rm -r /[*])",
+    "Bash(rm -r ~)",
+    "Bash(rm -r ~/[*])",
     "Bash(*--no-preserve-root*)",
     // Stopping the machine.
     "Bash(shutdown:*)",
@@ -149,29 +141,21 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(systemctl poweroff:*)",
     "Bash(systemctl reboot:*)",
     "Bash(systemctl halt:*)",
-    // Overwriting disks.
+    // Overwriting disks: making a filesystem, `dd` writing to a device.
     "Bash(mkfs:*)",
     "Bash(mkfs.*)",
-    "Bash(dd:*)",
+    "Bash(dd *of=/dev/*)",
     // Rewriting shared history.
-    "Bash(git push --force:*)",
     "Bash(git push -f:*)",
-    "Bash(git push *--force*)",
-    "Bash(git push * -f)",
-    "Bash(git push * -f *)",
-    // A shell reading its script from a pipe (`curl ... | sh`).
+    "Bash(git push --force-with-lease:*)",
+    "Bash(git push --force-if-includes:*)",
+    // A shell reading its script from a pipe (`curl ... | sh`), whatever its options.
     "Bash(sh)",
     "Bash(bash)",
     "Bash(zsh)",
     "Bash(dash)",
-    "Bash(sh -)",
-    "Bash(bash -)",
-    "Bash(sh -s:*)",
-    "Bash(bash -s:*)",
     // Opening the whole disk to everyone.
     "Bash(chmod -R 777 /)",
-    "Bash(chmod 777 -R /)",
-    "Bash(chmod -R a+rwx /)",
 ];
 
 /// The text `--init-settings` writes: pretty JSON in Claude Code's shape with a deny list

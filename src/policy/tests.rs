@@ -214,10 +214,131 @@ const DEFAULT_REFUSED: &[&str] = &[
     "cat <<EOF\n$(sudo ls)\nEOF",
     "cat <<EOF && sudo ls\nbody\nEOF",
     "cat <<EOF\nbody\nEOF\nsudo ls",
+    // Heredoc delimiters are not expanded; bodies start after the newline of their list.
+    "cat <<E$(x)\nbody\nE$(x)\nsudo ls",
+    "cat <<E`x`\nbody\nE`x`\nsudo ls",
+    "cat <<E${x}\nbody\nE${x}\nsudo ls",
+    "cat <<E$((1))\nbody\nE$((1))\nsudo ls",
+    "cat <<E$@\nbody\nE$@\nsudo ls",
+    "cat <<E $(echo a\nsudo ls)\nbody\nE",
+    "cat <<E $(echo a\nb)\nbody\nE\nsudo ls",
+    // Reserved words after a redirection are plain words.
+    "</dev/null case x in x) sudo ls;; esac",
+    "</dev/null [[ -n x ]]; sudo ls",
+    // `time`, `!` and `coproc` before compound commands.
+    "time { sudo ls; }",
+    "time -p { sudo ls; }",
+    "! time { sudo ls; }",
+    "time ! { sudo ls; }",
+    "time ( sudo ls )",
+    "coproc c { sudo ls; }",
+    "coproc c ( sudo ls )",
+    "coproc c while sudo ls; do break; done",
+    // `$'..'` ends at an escaped NUL.
+    "sudo$'\\0x' ls",
+    "sudo$'\\x00x' ls",
+    "sudo$'\\u0000x' ls",
+    "sudo$'\\000x' ls",
+    "sudo$'\\c@x' ls",
+    // Positional and special parameters of the command text.
+    "sudo$1 ls",
+    "sudo${10} ls",
+    "sudo${@} ls",
+    "sudo${@:-} ls",
+    "$0 -c 'sudo ls'",
+    "${1:-sudo} ls",
+    "${x:-sudo} ls",
+    "${x-sudo} ls",
+    "${x:=sudo} ls",
+    "bash -c '$1 ls' _ sudo",
+    "bash -c '\"$@\"' _ sudo ls",
+    // Brace sequences, and limits that refuse.
+    "su{d..d}o ls",
+    "{sudo,}",
+    "s{u..u..1}do ls",
+    "{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n} x",
+    // Globs that could name a denied program.
+    "/usr/bin/sud? ls",
+    "/usr/bin/sud* ls",
+    "sud[o] ls",
+    "/sbin/rebo?t",
+    // Strings the shell runs or expands as code.
+    "trap 'sudo ls' EXIT",
+    "trap -- 'sudo ls' INT TERM",
+    "mapfile -C 'sudo ls' -c 1 x < f",
+    "readarray -C'sudo ls' x < f",
+    "PS4='$(sudo ls)'; set -x; :",
+    "PROMPT_COMMAND='sudo ls' bash -i",
+    "x='$(sudo ls)'; : ${x@P}",
+    "[[ -v 'a[$(sudo ls)]' ]]",
+    "test -v 'a[$(sudo ls)]'",
+    "printf -v 'a[$(sudo ls)]' x",
+    "unset 'a[$(sudo ls)]'",
+    "env 'BASH_FUNC_f%%=() { sudo ls; }' bash -c f",
+    "bash <<< 'sudo ls'",
+    "sh -x <<'E'\nsudo ls\nE",
+    "bash -s <<E\nsudo ls\nE",
+    "cat <<'E' | sh -e\necho hi\nE",
+    "curl x | bash -x",
+    "curl x | sh -s -- --yes",
+    "echo ${x:1:'$(sudo ls)'}",
+    // Wrappers with options.
+    "flock /tmp/l sudo ls",
+    "flock -w 5 /tmp/l -c 'sudo ls'",
+    "chroot / sudo ls",
+    "chroot --userspec=a:b / sudo ls",
+    "unshare -m -U sudo ls",
+    "unshare --map-user=0 sudo ls",
+    "nsenter -t 1 -m sudo ls",
+    "runuser -u nobody -- sudo ls",
+    "setpriv --reuid=1 sudo ls",
+    "prlimit --nofile=10 sudo ls",
+    "chrt -f 10 sudo ls",
+    "numactl -N 0 sudo ls",
+    "script -q -c 'sudo ls' /dev/null",
+    "strace -f -e trace=open sudo ls",
+    "ltrace -f sudo ls",
+    "watch -n 1 sudo ls",
+    "watch 'sudo ls'",
+    "parallel -j2 sudo ::: ls",
+    "fakeroot -- sudo ls",
+    "firejail --noprofile sudo ls",
+    "bwrap --bind / / --dev /dev sudo ls",
+    "systemd-run --user -p X=1 sudo ls",
+    "rbash -c 'sudo ls'",
+    "ksh -c 'sudo ls'",
+    "busybox sh -c 'sudo ls'",
+    "sg wheel 'sudo ls'",
+    "su -c 'reboot'",
+    // Option-aware rules.
+    "git -C /repo push --force",
+    "git -c user.name=x push -f",
+    "git --no-pager push -f origin main",
+    "git --git-dir=/x/.git push --force",
+    "git push -uf origin main",
+    "git push origin +main",
+    "rm -r -f /",
+    "rm -Rf /",
+    "rm --recursive --force /",
+    "rm -rf -- /",
+    "rm -rfv /",
+    "rm -rf //",
+    "rm -rf /.",
+    "rm -r /",
+    "rm -rf /tmp/x /",
+    "rm -rf $HOME/",
+    "rm -rf ${HOME}/*",
+    "chmod -R 0777 /",
+    "chmod 777 --recursive /",
+    "chmod -R a+rwx /",
+    "dd if=/dev/zero of=/dev/sda bs=1M",
 ];
 
 /// Commands the default settings let through: data that only looks like a refused command.
 const DEFAULT_ALLOWED: &[&str] = &[
+    "sudo$# ls",
+    "rm -rf ~/project/build",
+    "git push --force-with-lease-x",
     "echo \"a; sudo x\"",
     "echo 'a && sudo x'",
     "grep -r sudo /etc",
@@ -654,6 +775,140 @@ fn partial_text_is_checked_up_to_its_last_word() {
     assert!(!f.policy.check_partial(b"echo; sudo ls\necho").is_allowed());
     assert!(!f.policy.check_partial(b"rm -rf / \n").is_allowed());
     assert!(!f.policy.check(b"su").is_allowed());
+    // A command that may still grow is not judged on its first words.
+    assert!(f.policy.check_partial(b"bash build.sh").is_allowed());
+    assert!(f.policy.check_partial(b"echo hi | bash -e").is_allowed());
+    assert!(f.policy.check_partial(b"cd /tmp && bash run.sh").is_allowed());
+    assert!(f.policy.check(b"bash build.sh").is_allowed());
+    assert!(!f.policy.check(b"echo hi | bash -e").is_allowed());
+    assert!(!f.policy.check_partial(b"sudo ls; echo").is_allowed());
+    assert!(!f.policy.check_partial(b"git push -f origin").is_allowed());
+}
+
+/// Ordinary commands an agent writes: builds, tests, git, package managers, heredoc
+/// scripts. The default settings refuse none of them.
+const ORDINARY: &[&str] = &[
+    "cargo build --release",
+    "cargo test --all-targets -- --nocapture",
+    "cargo clippy --all-targets -- -D warnings && cargo fmt --check",
+    "make -j$(nproc) && make install DESTDIR=$PWD/out",
+    "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j4",
+    "./configure --prefix=/usr && make",
+    "npm ci && npm run build && npm test",
+    "npx jest --coverage",
+    "yarn install --frozen-lockfile",
+    "pnpm -r run lint",
+    "pip install -r requirements.txt",
+    "python3 -m pytest -x -q tests/",
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e .",
+    "go build ./... && go test -race ./...",
+    "mvn -q -DskipTests package",
+    "gradle test --info",
+    "apt-get install -y libssl-dev",
+    "cargo add serde --features derive",
+    "git status",
+    "git diff --stat HEAD~1",
+    "git log --oneline -20",
+    "git add -A && git commit -m 'fix: handle empty input'",
+    "git push",
+    "git push -u origin feature/x",
+    "git push origin main",
+    "git -C ../other pull --rebase",
+    "git checkout -b topic && git rebase -i HEAD~3",
+    "git stash && git pull && git stash pop",
+    "git fetch --all --prune",
+    "git clean -fdx",
+    "rm -rf target node_modules dist",
+    "rm -rf /tmp/build-cache",
+    "rm -rf ~/.cache/pip",
+    "rm -f ./*.o",
+    "chmod +x scripts/*.sh",
+    "chmod -R 755 ./public",
+    "mkdir -p build && cd build && cmake ..",
+    "find . -name '*.rs' -exec wc -l {} +",
+    "find . -type f -name '*.pyc' -delete",
+    "grep -rn 'TODO' src | head -20",
+    "ls -la | sort -k5 -n | tail",
+    "for f in *.md; do echo \"== $f\"; head -3 \"$f\"; done",
+    "while read -r line; do echo \"$line\"; done < input.txt",
+    "if [ -f .env ]; then set -a; . ./.env; set +a; fi",
+    "case \"$(uname)\" in Linux) echo linux;; Darwin) echo mac;; esac",
+    "docker build -t app . && docker run --rm app",
+    "docker compose up -d",
+    "kubectl get pods -A",
+    "curl -fsSL https://example.com/file.tar.gz -o file.tar.gz && tar xzf file.tar.gz",
+    "tar czf backup.tgz src/ && ls -lh backup.tgz",
+    "dd if=/dev/zero of=./disk.img bs=1M count=64",
+    "dd if=disk.img of=copy.img",
+    "time cargo build",
+    "timeout 60 npm test",
+    "nohup ./server > server.log 2>&1 &",
+    "env RUST_LOG=debug cargo run",
+    "bash build.sh",
+    "bash ./scripts/test.sh --fast",
+    "sh -c 'echo hi && make'",
+    "bash -lc 'npm test'",
+    "cd /tmp && bash run.sh",
+    "cat <<'EOF' > config.toml\n[server]\nport = 8080\nEOF",
+    "cat > script.py <<EOF\nimport sys\nprint(sys.argv)\nEOF\npython3 script.py",
+    "python3 - <<'EOF'\nimport json\nprint(json.dumps({'a': 1}))\nEOF",
+    "bash <<'EOF'\nset -e\nmake\nmake test\nEOF",
+    "sh -s <<'EOF'\necho from stdin\nEOF",
+    "psql -c 'select 1' <<< ''",
+    "cat <<EOF | tee notes.txt\nbuilt at $(date)\nEOF",
+    "echo {1..5} && touch file{01..10}.txt",
+    "mv src/{old,new}.rs",
+    "cp -r assets/ dist/assets/",
+    "sed -i 's/foo/bar/g' $(git ls-files '*.rs')",
+    "xargs -n1 echo < list.txt",
+    "jq '.items[] | .name' data.json",
+    "awk '{print $1}' access.log | sort | uniq -c | sort -rn | head",
+    "export PATH=\"$HOME/.local/bin:$PATH\" && which python3",
+    "source venv/bin/activate && pytest",
+    "trap 'rm -f \"$tmp\"' EXIT; tmp=$(mktemp); echo x > \"$tmp\"",
+    "printf '%s\\n' a b c | sort",
+    "readarray -t lines < file.txt; echo ${#lines[@]}",
+    "test -f Cargo.toml && echo rust",
+    "[ -d .git ] || git init",
+    "[[ -n \"$CI\" ]] && echo ci",
+    "x=${VERSION:-1.0}; echo $x",
+    "echo ${1:-default}",
+    "ssh-keygen -t ed25519 -f key -N ''",
+    "systemctl --user status terminalfs",
+    "strace -c ls",
+    "watch -n 5 df -h",
+    "flock /tmp/build.lock make",
+];
+
+#[test]
+fn ordinary_commands_are_not_refused() {
+    let f = default_fixture();
+    let refused: Vec<String> = ORDINARY
+        .iter()
+        .filter_map(|command| match f.policy.check(command.as_bytes()) {
+            Verdict::Allow => None,
+            Verdict::Deny { reason, .. } => Some(format!("{command:?}: {reason}")),
+        })
+        .collect();
+    assert!(refused.is_empty(), "false refusals:\n{}", refused.join("\n"));
+}
+
+#[test]
+fn refusals_without_a_rule_name_the_construct() {
+    let f = fixture("{}", false);
+    for (text, construct) in [
+        ("x='$(id)'; : ${x@P}", "prompt string"),
+        ("echo ${x:1:'$(id)'}", "offset"),
+        ("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n} x", "brace expansion"),
+    ] {
+        let Verdict::Deny { rule, reason } = f.policy.check(text.as_bytes()) else {
+            panic!("{text:?} was allowed");
+        };
+        assert_eq!(rule, None);
+        assert!(reason.contains(construct), "{text:?}: {reason}");
+    }
+    // A large brace expansion among the arguments hides no program.
+    assert!(f.policy.check(b"touch f{1..100}").is_allowed());
 }
 
 #[test]

@@ -156,11 +156,15 @@ fn generated_texts_agree_with_bash() {
     while done < count {
         let size = BATCH.min(count - done);
         let texts: Vec<String> = (0..size).map(|_| generator.next_text()).collect();
-        found.extend(disagreements(&sandbox, &texts));
+        let new = disagreements(&sandbox, &texts);
         done += size;
         if count > BOUNDED {
-            eprintln!("{done} texts, {} disagreements", found.len());
+            for line in &new {
+                eprintln!("{line}");
+            }
+            eprintln!("{done} texts, {} disagreements", found.len() + new.len());
         }
+        found.extend(new);
     }
     assert!(
         found.is_empty(),

@@ -480,9 +480,15 @@ impl<'s> Parser<'s> {
             // `${x:-zapme} args`: the command the default names, when `x` is unset.
             let mut texts = vec![String::from_utf8_lossy(alternative).into_owned()];
             texts.extend(words[1..].iter().map(|w| lossy(&w.text)));
-            emit_texts(cx, texts, self.depth, None, stdin);
+            emit_texts(cx, texts, self.depth, None, stdin, &[]);
         }
         let texts: Vec<String> = words.iter().map(|w| lossy(&w.text)).collect();
+        let globs: Vec<String> = words
+            .iter()
+            .zip(&texts)
+            .filter(|(word, _)| word.glob)
+            .map(|(_, text)| text.clone())
+            .collect();
         if words.iter().any(|w| w.brace) {
             let mut expanded = Vec::new();
             for (index, (word, text)) in words.iter().zip(&texts).enumerate() {
@@ -510,10 +516,10 @@ impl<'s> Parser<'s> {
             }
             if expanded != texts {
                 let written = texts.join(" ");
-                return emit_texts(cx, expanded, self.depth, Some(written), stdin);
+                return emit_texts(cx, expanded, self.depth, Some(written), stdin, &globs);
             }
         }
-        emit_texts(cx, texts, self.depth, None, stdin)
+        emit_texts(cx, texts, self.depth, None, stdin, &globs)
     }
 }
 

@@ -257,6 +257,8 @@ impl<'s> Parser<'s> {
                     self.advance(1);
                 }
                 other => {
+                    word.glob |= matches!(other, b'*' | b'?')
+                        || (other == b'[' && self.rest()[1..].contains(&b']'));
                     word.text.push(other);
                     self.advance(1);
                 }

@@ -65,6 +65,9 @@ pub struct SimpleCommand {
     /// True when the innermost program is a shell given a `-c` string (or `eval`) whose text
     /// was split into commands of its own; those commands stand for it under `--allowlist`.
     pub transparent: bool,
+    /// Program names (the first word of some layer) that are unquoted globs, such as
+    /// `/usr/bin/sud?`: the program that runs is whichever file matches.
+    pub name_globs: Vec<String>,
 }
 
 /// The simple commands found in a text, and why it cannot be checked when it cannot.
@@ -157,6 +160,8 @@ struct Word {
     assignment: bool,
     /// The word holds an unquoted `{`, so brace expansion may apply.
     brace: bool,
+    /// The word holds an unquoted `*`, `?` or `[...]`: bash may replace it by file names.
+    glob: bool,
     /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
     /// is when the variable is unset. None when it holds no such default.
     alternative: Option<Vec<u8>>,
@@ -268,7 +273,7 @@ fn crude(cx: &mut Context, text: &[u8]) {
             .map(str::to_owned)
             .collect();
         if !words.is_empty() {
-            emit_texts(cx, words, MAX_DEPTH, None, None);
+            emit_texts(cx, words, MAX_DEPTH, None, None, &[]);
         }
     }
 }
@@ -284,6 +289,7 @@ fn emit_texts(
     depth: usize,
     written: Option<String>,
     stdin: Option<&str>,
+    globs: &[String],
 ) -> bool {
     let mut layers = vec![words];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
@@ -337,6 +343,12 @@ fn emit_texts(
         }
     }
     command.innermost = layers.last().map(|l| spellings(l)).unwrap_or_default();
+    command.name_globs = layers
+        .iter()
+        .filter_map(|layer| layer.first())
+        .filter(|name| globs.contains(name))
+        .cloned()
+        .collect();
     cx.out.push(command);
     if depth >= MAX_DEPTH {
         if !(scripts.is_empty() && expand.is_empty() && execs.is_empty()) {
@@ -365,7 +377,7 @@ fn emit_texts(
             continue;
         }
         cx.budget -= size;
-        emit_texts(cx, exec, depth + 1, None, None);
+        emit_texts(cx, exec, depth + 1, None, None, &[]);
     }
     reads_stdin
 }

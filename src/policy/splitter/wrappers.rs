@@ -305,7 +305,7 @@ const WRAPPERS: &[Wrapper] = &[
     },
     Wrapper {
         names: &["ltrace"],
-        short_value: b"aeEfFlnoOpsuwxXAD",
+        short_value: b"aAeDFlnopsuwxX",
         long_values: &[("output", 1), ("library", 1), ("indent", 1), ("align", 1)],
         ..PLAIN
     },
@@ -532,7 +532,16 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
     let rest = words.get(index..).unwrap_or(&[]);
     match wrapper.runs {
         Runs::Command => {
-            let rest = rest.get(wrapper.operands..).unwrap_or(&[]);
+            let mut rest = rest.get(wrapper.operands..).unwrap_or(&[]);
+            // `flock FILE -c COMMAND`: the command option may follow the operands.
+            let command_option = rest.first().is_some_and(|w| {
+                wrapper.command_short.is_some_and(|c| *w == format!("-{}", c as char))
+                    || wrapper.command_long.is_some_and(|l| *w == format!("--{l}"))
+            });
+            if command_option {
+                peeled.scripts.extend(rest.get(1).cloned());
+                rest = &[];
+            }
             if let Some(split_string) = split_string {
                 peeled
                     .words

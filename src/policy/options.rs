@@ -1,0 +1,424 @@
+//! Option-aware reading of the commands the default deny list names (`rm`, `git`,
+//! `chmod`, `chown`, `chgrp`), so one rule covers every way of writing the same command.
+//!
+//! A command is read into its program (with `git`'s subcommand), a set of options and a
+//! list of operands: clustered short options are split (`-rf` is `-r -f`), long options
+//! with a short equivalent become it (`--recursive` is `-r`, `-R` is `-r` for `rm`),
+//! `--` is dropped, `git`'s global options before the subcommand (`-C dir`, `-c k=v`,
+//! `--no-pager`, `--git-dir=...`) are dropped, a `git push` refspec starting with `+`
+//! counts as `-f`, and path operands are made canonical (`//` and `/.` are `/`, `$HOME`,
+//! `${HOME}` and `~/` are `~`). A rule whose program is one of these is read the same way
+//! and matches a command when the program is the same, every option of the rule is among
+//! the command's, and its operands match: for `rm`, `chmod`, `chown` and `chgrp` each of
+//! the rule's operands must match a different operand of the command (in any order);
+//! for `git`, in order, with more allowed after them only for a `:*` rule. An operand
+//! pattern may hold `*`, `?` and `[...]`. An allow rule without `:*` is stricter: the
+//! command's options must be exactly the rule's (`Bash(git status)` does not allow
+//! `git status --ignored`).
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// One program the matching knows, and how its options are read.
+struct Program {
+    name: &'static str,
+    /// Long options and the short option each stands for.
+    long: &'static [(&'static str, &'static str)],
+    /// Short options that are the same option under another letter.
+    same: &'static [(char, char)],
+    /// Options whose value is the next word (kept with the option, `-o=value`).
+    with_value: &'static [&'static str],
+    /// Whether the operands are independent paths, matched in any order.
+    paths: bool,
+}
+
+const PROGRAMS: &[Program] = &[
+    Program {
+        name: "rm",
+        long: &[
+            ("recursive", "-r"),
+            ("force", "-f"),
+            ("dir", "-d"),
+            ("verbose", "-v"),
+            ("interactive", "-i"),
+        ],
+        same: &[('R', 'r')],
+        with_value: &[],
+        paths: true,
+    },
+    Program {
+        name: "chmod",
+        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        same: &[],
+        with_value: &[],
+        paths: true,
+    },
+    Program {
+        name: "chown",
+        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        same: &[],
+        with_value: &[],
+        paths: true,
+    },
+    Program {
+        name: "chgrp",
+        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        same: &[],
+        with_value: &[],
+        paths: true,
+    },
+    Program {
+        name: "git",
+        long: &[
+            ("force", "-f"),
+            ("set-upstream", "-u"),
+            ("delete", "-d"),
+            ("quiet", "-q"),
+            ("verbose", "-v"),
+            ("dry-run", "-n"),
+            ("all", "--all"),
+        ],
+        same: &[],
+        with_value: &["-o", "--repo", "--push-option", "--receive-pack", "--exec"],
+        paths: false,
+    },
+];
+
+/// `git` options before the subcommand that take the next word as their value.
+const GIT_GLOBAL_WITH_VALUE: &[&str] = &[
+    "-C",
+    "-c",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--config-env",
+    "--exec-path",
+    "--super-prefix",
+    "--list-cmds",
+    "--attr-source",
+];
+
+/// A command read option-aware.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Argv {
+    /// The program and, for `git`, its subcommand: `rm`, `git push`.
+    pub program: String,
+    /// The options, one each, sorted: `-f`, `-r`, `--no-preserve-root`, `-o=x`.
+    pub options: Vec<String>,
+    pub operands: Vec<String>,
+    paths: bool,
+}
+
+impl Argv {
+    /// Reads `command` (words joined by spaces) when its program is one this module
+    /// knows; None for any other command.
+    pub fn read(command: &str) -> Option<Argv> {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let name = words.first()?.rsplit('/').next()?;
+        let program = PROGRAMS.iter().find(|p| p.name == name)?;
+        let mut rest = &words[1..];
+        let mut program_name = name.to_owned();
+        if name == "git" {
+            while let Some(word) = rest.first() {
+                if !word.starts_with('-') {
+                    break;
+                }
+                let takes_next = GIT_GLOBAL_WITH_VALUE.contains(word);
+                rest = rest.get(if takes_next { 2 } else { 1 }..).unwrap_or(&[]);
+            }
+            let subcommand = rest.first()?;
+            program_name = format!("git {subcommand}");
+            rest = &rest[1..];
+        }
+        let mut options = Vec::new();
+        let mut operands = Vec::new();
+        let mut only_operands = false;
+        let mut index = 0;
+        while index < rest.len() {
+            let word = rest[index];
+            index += 1;
+            if only_operands || word == "-" || !word.starts_with('-') {
+                operands.push(word.to_owned());
+                continue;
+            }
+            if word == "--" {
+                only_operands = true;
+                continue;
+            }
+            if let Some(long) = word.strip_prefix("--") {
+                let (long_name, value) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_owned())),
+                    None => (long, None),
+                };
+                let flag = format!("--{long_name}");
+                if program.with_value.contains(&flag.as_str()) {
+                    let value = value.or_else(|| {
+                        index += 1;
+                        rest.get(index - 1).map(|v| (*v).to_owned())
+                    });
+                    options.push(format!("{flag}={}", value.unwrap_or_default()));
+                    continue;
+                }
+                match program.long.iter().find(|(n, _)| *n == long_name) {
+                    Some((_, short)) => options.push((*short).to_owned()),
+                    None => options.push(flag),
+                }
+                continue;
+            }
+            // A cluster of short options; one that takes a value ends it.
+            for (at, letter) in word.char_indices().skip(1) {
+                let letter = program
+                    .same
+                    .iter()
+                    .find(|(from, _)| *from == letter)
+                    .map_or(letter, |(_, to)| *to);
+                let flag = format!("-{letter}");
+                if program.with_value.contains(&flag.as_str()) {
+                    let attached = &word[at + letter.len_utf8()..];
+                    let value = if attached.is_empty() {
+                        index += 1;
+                        rest.get(index - 1).map(|v| (*v).to_owned()).unwrap_or_default()
+                    } else {
+                        attached.to_owned()
+                    };
+                    options.push(format!("{flag}={value}"));
+                    break;
+                }
+                options.push(flag);
+            }
+        }
+        if program_name == "git push" && operands.iter().skip(1).any(|o| o.starts_with('+')) {
+            options.push("-f".to_owned());
+            for operand in operands.iter_mut().skip(1) {
+                if let Some(plain) = operand.strip_prefix('+') {
+                    *operand = plain.to_owned();
+                }
+            }
+        }
+        if program.paths {
+            for operand in &mut operands {
+                *operand = canonical_path(operand);
+            }
+            if name == "chmod" {
+                if let Some(mode) = operands.first_mut() {
+                    *mode = canonical_mode(mode);
+                }
+            }
+        }
+        options.sort();
+        options.dedup();
+        Some(Argv {
+            program: program_name,
+            options,
+            operands,
+            paths: program.paths,
+        })
+    }
+}
+
+/// A rule's pattern read option-aware, ready to match commands.
+#[derive(Debug, Clone)]
+pub struct ArgvPattern {
+    argv: Argv,
+    operands: Vec<Operand>,
+    /// A `:*` rule: more operands may follow (in order for `git`).
+    open: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Operand {
+    Literal(String),
+    Glob(GlobMatcher),
+}
+
+impl Operand {
+    fn matches(&self, operand: &str) -> bool {
+        match self {
+            Operand::Literal(text) => text == operand,
+            Operand::Glob(glob) => glob.is_match(operand),
+        }
+    }
+}
+
+impl ArgvPattern {
+    /// Reads a rule's pattern (without `Bash(`, `)` and `:*`); None when its program is
+    /// not one read option-aware.
+    pub fn new(pattern: &str, open: bool) -> Option<ArgvPattern> {
+        let argv = Argv::read(pattern)?;
+        let operands = argv
+            .operands
+            .iter()
+            .map(|operand| {
+                if !operand.contains(['*', '?', '[']) {
+                    return Operand::Literal(operand.clone());
+                }
+                let mut escaped = String::with_capacity(operand.len());
+                for c in operand.chars() {
+                    if matches!(c, '{' | '}' | ',') {
+                        escaped.push('\\');
+                    }
+                    escaped.push(c);
+                }
+                GlobBuilder::new(&escaped)
+                    .literal_separator(false)
+                    .backslash_escape(true)
+                    .build()
+                    .map(|g| Operand::Glob(g.compile_matcher()))
+                    .unwrap_or_else(|_| Operand::Literal(operand.clone()))
+            })
+            .collect();
+        Some(ArgvPattern {
+            argv,
+            operands,
+            open,
+        })
+    }
+
+    /// Whether the command, read option-aware, is one this pattern names. A pattern names
+    /// a command with more options than its own, unless `exact` is asked for (allow rules
+    /// that do not end in `:*`), where the options must be the same.
+    pub fn matches(&self, command: &Argv, exact: bool) -> bool {
+        let options = if exact && !self.open {
+            command.options == self.argv.options
+        } else {
+            self.argv.options.iter().all(|o| command.options.contains(o))
+        };
+        if command.program != self.argv.program || !options {
+            return false;
+        }
+        if self.argv.paths {
+            let mut used = vec![false; command.operands.len()];
+            return self.operands.iter().all(|pattern| {
+                let found = command
+                    .operands
+                    .iter()
+                    .enumerate()
+                    .find(|(at, operand)| !used[*at] && pattern.matches(operand));
+                match found {
+                    Some((at, _)) => {
+                        used[at] = true;
+                        true
+                    }
+                    None => false,
+                }
+            });
+        }
+        let enough = if self.open {
+            command.operands.len() >= self.operands.len()
+        } else {
+            command.operands.len() == self.operands.len()
+        };
+        enough
+            && self
+                .operands
+                .iter()
+                .zip(&command.operands)
+                .all(|(pattern, operand)| pattern.matches(operand))
+    }
+}
+
+/// `//`, `/./` and a trailing `/` or `/.` collapse; `$HOME`, `${HOME}` and `~` are `~`.
+fn canonical_path(path: &str) -> String {
+    let mut path = path.to_owned();
+    for home in ["${HOME}", "$HOME"] {
+        if let Some(rest) = path.strip_prefix(home) {
+            if rest.is_empty() || rest.starts_with('/') {
+                path = format!("~{rest}");
+            }
+        }
+    }
+    let absolute = path.starts_with('/');
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    let joined = parts.join("/");
+    match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+/// An octal mode without leading zeros; `a+rwx` and its spellings as `777`.
+fn canonical_mode(mode: &str) -> String {
+    if mode.chars().all(|c| c.is_ascii_digit()) {
+        let trimmed = mode.trim_start_matches('0');
+        return if trimmed.is_empty() { "0" } else { trimmed }.to_owned();
+    }
+    match mode {
+        "a+rwx" | "ugo+rwx" | "+rwx" | "a=rwx" | "ugo=rwx" => "777".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(command: &str) -> Argv {
+        Argv::read(command).expect("a known program")
+    }
+
+    #[test]
+    fn spellings_of_one_rm_read_the_same() {
+        let want = argv("rm -r -f /");
+        for spelling in [
+            "rm -rf /",
+            "rm -fr /",
+            "rm -Rf /",
+            "rm -r -f /",
+            "rm --recursive --force /",
+            "rm -rf -- /",
+            "rm -rf //",
+            "rm -rf /.",
+            "/bin/rm -rf /",
+        ] {
+            assert_eq!(argv(spelling), want, "{spelling}");
+        }
+        assert_eq!(argv("rm -rf ${HOME}/").operands, ["~"]);
+        assert_eq!(argv("rm -rf $HOME").operands, ["~"]);
+        assert_eq!(argv("rm -rf ~/").operands, ["~"]);
+        assert_eq!(argv("rm -- -f").operands, ["-f"]);
+        assert!(Argv::read("ls -la").is_none());
+    }
+
+    #[test]
+    fn git_global_options_and_force_spellings() {
+        for spelling in [
+            "git push -f",
+            "git push --force origin main",
+            "git -C /repo push -uf",
+            "git -c user.name=x --no-pager push -f",
+            "git --git-dir=/x/.git push --force",
+            "git push origin +main",
+        ] {
+            let read = argv(spelling);
+            assert_eq!(read.program, "git push", "{spelling}");
+            assert!(read.options.contains(&"-f".to_owned()), "{spelling}");
+        }
+        assert!(!argv("git push origin main")
+            .options
+            .contains(&"-f".to_owned()));
+        assert_eq!(argv("git push -o ci.skip origin").operands, ["origin"]);
+    }
+
+    #[test]
+    fn patterns_need_their_options_and_operands() {
+        let rm = ArgvPattern::new("rm -r /", false).expect("rm pattern");
+        assert!(rm.matches(&argv("rm -rfv /"), false));
+        assert!(rm.matches(&argv("rm -rf /tmp/x /"), false));
+        assert!(!rm.matches(&argv("rm -rf /tmp/x"), false));
+        assert!(!rm.matches(&argv("rm -f /"), false));
+        let star = ArgvPattern::new("rm -r /[*]", false).expect("rm pattern");
+        assert!(star.matches(&argv("rm -rf /*"), false));
+        assert!(!star.matches(&argv("rm -rf /home"), false));
+        let push = ArgvPattern::new("git push -f", true).expect("git pattern");
+        assert!(push.matches(&argv("git -C x push -uf origin main"), false));
+        assert!(!push.matches(&argv("git push origin main"), false));
+        let chmod = ArgvPattern::new("chmod -R 777 /", false).expect("chmod pattern");
+        assert!(chmod.matches(&argv("chmod -R 0777 /"), false));
+        assert!(chmod.matches(&argv("chmod 777 --recursive /"), false));
+        assert!(chmod.matches(&argv("chmod -R a+rwx /"), false));
+        assert!(!chmod.matches(&argv("chmod -R 755 /"), false));
+    }
+}
