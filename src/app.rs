@@ -503,6 +503,9 @@ fn serve(
         config.shell.display(),
         config.cwd.display()
     ));
+    for warning in policy.warnings() {
+        log(&format!("warning: {warning}"));
+    }
     sd_notify("READY=1");
     if let Some(mut pipe) = ready_pipe.take() {
         let _ = pipe.write_all(b"ready\n");

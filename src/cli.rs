@@ -129,6 +129,22 @@ pub enum Subcommand {
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
     },
+    /// Check command text against the settings as a mount would, and print the decision,
+    /// the rule that matched and every simple command found. Exits 0 when the text would
+    /// run, 1 when it would be refused, 2 on an error.
+    Check {
+        /// The settings file [default: $XDG_CONFIG_HOME/terminalfs/settings.json]
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+
+        /// Check as under --allowlist: every simple command must match an allow rule
+        #[arg(long)]
+        allowlist: bool,
+
+        /// The command text, or - to read it from standard input
+        #[arg(value_name = "TEXT")]
+        text: String,
+    },
 }
 
 /// The completion script for `shell`, generated from the definition above.

@@ -1,8 +1,9 @@
 //! The `terminalfs` binary: parse the command line, pick the mode, report errors.
 
 use clap::Parser;
-use std::io::Write;
-use terminalfs::cli::{self, Cli};
+use std::io::{Read, Write};
+use std::path::Path;
+use terminalfs::cli::{self, Cli, Subcommand};
 use terminalfs::config::{absolute, default_mount_path, Config};
 use terminalfs::{app, policy, selftest};
 
@@ -13,6 +14,20 @@ fn main() {
         std::process::exit(terminalfs::spawner_main());
     }
     let cli = Cli::parse();
+    if let Some(Subcommand::Check {
+        settings,
+        allowlist,
+        text,
+    }) = &cli.command
+    {
+        std::process::exit(match check(settings.as_deref(), *allowlist, text) {
+            Ok(allowed) => i32::from(!allowed),
+            Err(message) => {
+                eprintln!("terminalfs: {message}");
+                2
+            }
+        });
+    }
     let code = match run(&cli) {
         Ok(()) => 0,
         Err(message) => {
@@ -71,6 +86,24 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
     let config = Config::from_cli(cli)?;
     app::run(config)
+}
+
+/// `terminalfs check`: prints the decision and returns whether the text would run.
+fn check(settings: Option<&Path>, allowlist: bool, text: &str) -> Result<bool, String> {
+    let path = absolute(&settings.map_or_else(policy::default_settings_path, Path::to_path_buf));
+    let policy = policy::Policy::load(&path, allowlist)?;
+    let text = if text == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        bytes
+    } else {
+        text.as_bytes().to_vec()
+    };
+    let explained = policy.explain(&text);
+    print_bytes(explained.report().as_bytes())?;
+    Ok(explained.verdict.is_allowed())
 }
 
 fn print_bytes(bytes: &[u8]) -> Result<(), String> {

@@ -282,16 +282,15 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
         "sudo",
         "su",
         "doas",
-        "rm -rf /",
-        "rm -rf ~",
-        "rm -rf $HOME",
+        "rm -r /",
+        "rm -r ~",
         "shutdown",
         "reboot",
         "halt",
         "mkfs",
-        "dd",
-        "git push --force",
+        "dd *of=/dev/",
         "git push -f",
+        "git push --force-with-lease",
         "chmod -R 777 /",
     ] {
         assert!(
@@ -314,6 +313,8 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
         ("d3", "git push --force origin main"),
         ("d4", "rm -rf /"),
         ("d5", "dd if=/dev/zero of=/dev/sda"),
+        ("d6", "rm --recursive --force -- //"),
+        ("d7", "git -C . push -uf origin main"),
     ] {
         refused(&mount, name, command);
     }
@@ -321,7 +322,98 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
         ("a1", "git status >/dev/null 2>&1; true"),
         ("a2", "sh -c 'echo inner'"),
         ("a3", "rm -rf ./build-tmp"),
+        (
+            "a4",
+            "dd if=/dev/zero of=./disk.img bs=1k count=1 2>/dev/null; rm -f disk.img",
+        ),
+        ("a5", "bash -c 'exit 0'"),
     ] {
         assert_eq!(mount.run(name, command), "completed\n", "{command}");
     }
+}
+
+#[test]
+fn check_prints_the_decision_the_rule_and_every_command() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, RULES).expect("write settings");
+    let out = run_binary(&[
+        &"check",
+        &"--settings",
+        &settings,
+        &"echo hi && nohup sudo -u x ls",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "refused text exits 1");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "refused\n",
+        "rule: Bash(sudo:*)\n",
+        "simple commands: 2\n",
+        "  echo hi\n",
+        "  nohup sudo -u x ls\n",
+        "    also: sudo -u x ls\n",
+    ] {
+        assert!(printed.contains(line), "{line:?} missing from:\n{printed}");
+    }
+
+    let out = run_binary(&[&"check", &"--settings", &settings, &"git status | grep x"]);
+    succeeded(&out);
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.starts_with("allowed\nsimple commands: 2\n"),
+        "{printed}"
+    );
+
+    // `-` reads the text from standard input.
+    let mut child = std::process::Command::new(crate::common::BIN)
+        .args(["check", "--settings"])
+        .arg(&settings)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(b"cat <<E\nbody\nE\nrm -rf /home\n")
+            .expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("the binary ends");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rule: Bash(rm -rf /*)\n"));
+
+    // A settings file that does not parse is an error, not a decision.
+    std::fs::write(&settings, r#"{"permissions": {"deny": ["Bash("]}}"#).expect("write");
+    let out = run_binary(&[&"check", &"--settings", &settings, &"ls"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Bash("));
+}
+
+#[test]
+fn a_bare_word_is_named_in_a_warning_at_start_and_on_reload() {
+    let mount = Mount::with(Options {
+        settings: r#"{"permissions": {"deny": ["sudo", "Bash(zapme:*)"]}}"#,
+        ..Options::default()
+    });
+    assert!(
+        wait_until(Duration::from_secs(10), || mount
+            .log()
+            .contains("'sudo', which names no tool")),
+        "{}",
+        mount.log()
+    );
+    std::fs::write(
+        &mount.settings,
+        r#"{"permissions": {"deny": ["reboot", "Bash(zapme:*)"]}}"#,
+    )
+    .expect("edit settings");
+    assert!(
+        wait_until(Duration::from_secs(10), || mount
+            .log()
+            .contains("'reboot', which names no tool")),
+        "{}",
+        mount.log()
+    );
 }

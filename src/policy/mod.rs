@@ -64,6 +64,35 @@ pub struct Explained {
     pub commands: Vec<SimpleCommand>,
 }
 
+impl Explained {
+    /// The text `terminalfs check` prints: the decision, the rule and the reason, then
+    /// every simple command with its other spellings (wrappers peeled, basenames).
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        match &self.verdict {
+            Verdict::Allow => out.push_str("allowed\n"),
+            Verdict::Deny { rule, reason } => {
+                out.push_str("refused\n");
+                if let Some(rule) = rule {
+                    out.push_str(&format!("rule: {rule}\n"));
+                }
+                out.push_str(&format!("reason: {reason}\n"));
+            }
+        }
+        out.push_str(&format!("simple commands: {}\n", self.commands.len()));
+        for command in &self.commands {
+            let mut forms = command.forms.iter();
+            if let Some(first) = forms.next() {
+                out.push_str(&format!("  {}\n", rules::normalize(first)));
+            }
+            for form in forms {
+                out.push_str(&format!("    also: {}\n", rules::normalize(form)));
+            }
+        }
+        out
+    }
+}
+
 /// The reason given for text that holds no command.
 pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
 
@@ -163,6 +192,16 @@ impl Policy {
         self.rules.read().clone()
     }
 
+    /// Warnings about the entries of the settings file in force (said at start; a reload
+    /// says them in its line).
+    pub fn warnings(&self) -> Vec<String> {
+        self.rules()
+            .warnings
+            .iter()
+            .map(|w| format!("settings file {}: {w}", self.path.display()))
+            .collect()
+    }
+
     /// How many rules are in force: deny and ask, and allow under `--allowlist`.
     pub fn rule_count(&self) -> usize {
         self.count(&self.rules())
@@ -213,7 +252,11 @@ impl Policy {
                 return Verdict::Deny {
                     rule: Some(rule.text().to_owned()),
                     reason: if kind == "denied" {
-                        format!("denied by rule '{}' in {}", rule.text(), self.path.display())
+                        format!(
+                            "denied by rule '{}' in {}",
+                            rule.text(),
+                            self.path.display()
+                        )
                     } else {
                         format!(
                             "refused by 'ask' rule '{}' in {}: it needs a confirmation and \
@@ -328,11 +371,15 @@ impl Policy {
         match parsed {
             Ok(rules) => {
                 let count = self.count(&rules);
-                *self.rules.write() = Arc::new(rules);
-                Some(format!(
+                let mut line = format!(
                     "settings reloaded from {}: {count} rules",
                     self.path.display()
-                ))
+                );
+                for warning in &rules.warnings {
+                    line.push_str(&format!("; warning: {warning}"));
+                }
+                *self.rules.write() = Arc::new(rules);
+                Some(line)
             }
             Err(err) => Some(format!(
                 "{err}; keeping the {} rules in force",

@@ -47,21 +47,36 @@ const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "chmod",
-        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        long: &[
+            ("recursive", "-R"),
+            ("verbose", "-v"),
+            ("changes", "-c"),
+            ("silent", "-f"),
+        ],
         same: &[],
         with_value: &[],
         paths: true,
     },
     Program {
         name: "chown",
-        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        long: &[
+            ("recursive", "-R"),
+            ("verbose", "-v"),
+            ("changes", "-c"),
+            ("silent", "-f"),
+        ],
         same: &[],
         with_value: &[],
         paths: true,
     },
     Program {
         name: "chgrp",
-        long: &[("recursive", "-R"), ("verbose", "-v"), ("changes", "-c"), ("silent", "-f")],
+        long: &[
+            ("recursive", "-R"),
+            ("verbose", "-v"),
+            ("changes", "-c"),
+            ("silent", "-f"),
+        ],
         same: &[],
         with_value: &[],
         paths: true,
@@ -176,7 +191,9 @@ impl Argv {
                     let attached = &word[at + letter.len_utf8()..];
                     let value = if attached.is_empty() {
                         index += 1;
-                        rest.get(index - 1).map(|v| (*v).to_owned()).unwrap_or_default()
+                        rest.get(index - 1)
+                            .map(|v| (*v).to_owned())
+                            .unwrap_or_default()
                     } else {
                         attached.to_owned()
                     };
@@ -280,7 +297,10 @@ impl ArgvPattern {
         let options = if exact && !self.open {
             command.options == self.argv.options
         } else {
-            self.argv.options.iter().all(|o| command.options.contains(o))
+            self.argv
+                .options
+                .iter()
+                .all(|o| command.options.contains(o))
         };
         if command.program != self.argv.program || !options {
             return false;

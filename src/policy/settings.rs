@@ -27,6 +27,11 @@ pub struct RuleSet {
     pub ask: Vec<Rule>,
     /// Commands allowed under `--allowlist`; ignored otherwise.
     pub allow: Vec<Rule>,
+    /// Entries that make no rule, as `list: entry` (`deny: Read(./.env)`), in file order.
+    pub ignored: Vec<String>,
+    /// Warnings about ignored entries that name no tool at all (`"sudo"` where
+    /// `"Bash(sudo:*)"` was meant): said at start and on every reload.
+    pub warnings: Vec<String>,
 }
 
 impl RuleSet {
@@ -51,11 +56,16 @@ impl RuleSet {
                 kind(permissions)
             ));
         };
-        Ok(RuleSet {
-            deny: rule_list(permissions.get("deny"), "deny")?,
-            ask: rule_list(permissions.get("ask"), "ask")?,
-            allow: rule_list(permissions.get("allow"), "allow")?,
-        })
+        let mut rules = RuleSet::default();
+        for key in ["deny", "ask", "allow"] {
+            let list = rule_list(permissions.get(key), key, &mut rules)?;
+            match key {
+                "deny" => rules.deny = list,
+                "ask" => rules.ask = list,
+                _ => rules.allow = list,
+            }
+        }
+        Ok(rules)
     }
 
     /// Reads and parses a settings file; errors name the file.
@@ -76,7 +86,7 @@ impl RuleSet {
     }
 }
 
-fn rule_list(value: Option<&Value>, key: &str) -> Result<Vec<Rule>, String> {
+fn rule_list(value: Option<&Value>, key: &str, set: &mut RuleSet) -> Result<Vec<Rule>, String> {
     let entries = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(entries)) => entries,
@@ -98,11 +108,30 @@ fn rule_list(value: Option<&Value>, key: &str) -> Result<Vec<Rule>, String> {
         };
         match Rule::parse(entry) {
             Ok(Some(rule)) => rules.push(rule),
-            Ok(None) => {}
+            Ok(None) => {
+                set.ignored.push(format!("{key}: {entry}"));
+                if names_no_tool(entry) {
+                    let word = entry.trim();
+                    set.warnings.push(format!(
+                        "\"permissions.{key}\"[{index}] is '{word}', which names no tool and \
+                         is ignored; a command is written 'Bash({word}:*)'"
+                    ));
+                }
+            }
             Err(err) => return Err(format!("\"permissions.{key}\"[{index}]: {err}")),
         }
     }
     Ok(rules)
+}
+
+/// Whether an entry that is not a `Bash` rule names no tool: tools are named like `Read`,
+/// `WebFetch` or `mcp__server__tool`; a word in lower case or holding spaces (`sudo`,
+/// `rm -rf /`) is a command written without `Bash(...)`.
+fn names_no_tool(entry: &str) -> bool {
+    let tool = entry.trim().split('(').next().unwrap_or("");
+    !(tool.starts_with("mcp__")
+        || tool.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -325,6 +354,32 @@ mod tests {
         fs::write(&bad, "[1]").expect("write test file");
         let err = RuleSet::load(&bad).expect_err("bad file");
         assert!(err.contains(&bad.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn bare_words_are_ignored_with_a_warning() {
+        let rules = RuleSet::parse(
+            r#"{"permissions": {"deny": ["sudo", "Bash(su:*)", "Read(./.env)", "rm -rf /",
+               "mcp__x__y"], "ask": ["WebFetch"]}}"#,
+        )
+        .expect("valid settings");
+        assert_eq!(rules.deny.len(), 1);
+        assert_eq!(
+            rules.ignored,
+            [
+                "deny: sudo",
+                "deny: Read(./.env)",
+                "deny: rm -rf /",
+                "deny: mcp__x__y",
+                "ask: WebFetch"
+            ]
+        );
+        assert_eq!(rules.warnings.len(), 2, "{:?}", rules.warnings);
+        assert!(rules.warnings[0].contains("'sudo'"), "{:?}", rules.warnings);
+        assert!(rules.warnings[0].contains("Bash(sudo:*)"));
+        assert!(rules.warnings[1].contains("'rm -rf /'"));
+        // A Bash entry that does not parse still makes the whole file invalid.
+        assert!(RuleSet::parse(r#"{"permissions": {"deny": ["sudo", "Bash(x"]}}"#).is_err());
     }
 
     #[test]

@@ -778,7 +778,10 @@ fn partial_text_is_checked_up_to_its_last_word() {
     // A command that may still grow is not judged on its first words.
     assert!(f.policy.check_partial(b"bash build.sh").is_allowed());
     assert!(f.policy.check_partial(b"echo hi | bash -e").is_allowed());
-    assert!(f.policy.check_partial(b"cd /tmp && bash run.sh").is_allowed());
+    assert!(f
+        .policy
+        .check_partial(b"cd /tmp && bash run.sh")
+        .is_allowed());
     assert!(f.policy.check(b"bash build.sh").is_allowed());
     assert!(!f.policy.check(b"echo hi | bash -e").is_allowed());
     assert!(!f.policy.check_partial(b"sudo ls; echo").is_allowed());
@@ -890,7 +893,11 @@ fn ordinary_commands_are_not_refused() {
             Verdict::Deny { reason, .. } => Some(format!("{command:?}: {reason}")),
         })
         .collect();
-    assert!(refused.is_empty(), "false refusals:\n{}", refused.join("\n"));
+    assert!(
+        refused.is_empty(),
+        "false refusals:\n{}",
+        refused.join("\n")
+    );
 }
 
 #[test]

@@ -56,6 +56,8 @@ struct ListState {
     parens: usize,
     /// A redirection came before the first word, so reserved words are plain words now.
     redirected: bool,
+    /// The command follows a `|`: `time` and `!` are reserved only at a pipeline's start.
+    piped: bool,
     /// What the current command reads on standard input, if a heredoc or here-string.
     stdin: Stdin,
 }
@@ -80,6 +82,7 @@ impl<'s> Parser<'s> {
             cases: 0,
             parens: 0,
             redirected: false,
+            piped: false,
             stdin: Stdin::default(),
         };
         loop {
@@ -144,12 +147,16 @@ impl<'s> Parser<'s> {
                     Some(b'&') => {
                         self.advance(2);
                         self.separator(cx, &mut st);
+                        st.piped = st.mode == Mode::Command;
                     }
                     _ => {
                         self.advance(1);
                         match st.mode {
                             Mode::CasePattern => {}
-                            _ => self.operator(cx, &mut st, "|"),
+                            _ => {
+                                self.operator(cx, &mut st, "|");
+                                st.piped = st.mode == Mode::Command;
+                            }
                         }
                     }
                 },
@@ -276,8 +283,9 @@ impl<'s> Parser<'s> {
                 if st.words.is_empty() && !st.redirected && word.plain() {
                     match word.text.as_slice() {
                         b"if" | b"then" | b"elif" | b"else" | b"fi" | b"do" | b"done"
-                        | b"while" | b"until" | b"{" | b"}" | b"!" => return,
-                        b"time" => {
+                        | b"while" | b"until" | b"{" | b"}" => return,
+                        b"!" if !st.piped => return,
+                        b"time" if !st.piped => {
                             st.mode = Mode::Time;
                             return;
                         }
@@ -351,6 +359,7 @@ impl<'s> Parser<'s> {
     /// Emits the words gathered so far as a simple command.
     fn finish(&mut self, cx: &mut Context, st: &mut ListState) {
         st.redirected = false;
+        st.piped = false;
         let stdin = std::mem::take(&mut st.stdin);
         if st.words.is_empty() {
             return;

@@ -535,7 +535,9 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             let mut rest = rest.get(wrapper.operands..).unwrap_or(&[]);
             // `flock FILE -c COMMAND`: the command option may follow the operands.
             let command_option = rest.first().is_some_and(|w| {
-                wrapper.command_short.is_some_and(|c| *w == format!("-{}", c as char))
+                wrapper
+                    .command_short
+                    .is_some_and(|c| *w == format!("-{}", c as char))
                     || wrapper.command_long.is_some_and(|l| *w == format!("--{l}"))
             });
             if command_option {
