@@ -404,6 +404,8 @@ fn a_bare_word_is_named_in_a_warning_at_start_and_on_reload() {
         "{}",
         mount.log()
     );
+    let index = mount.read("index.md");
+    assert!(index.contains("- `deny: sudo`\n"), "{index}");
     std::fs::write(
         &mount.settings,
         r#"{"permissions": {"deny": ["reboot", "Bash(zapme:*)"]}}"#,
@@ -416,4 +418,35 @@ fn a_bare_word_is_named_in_a_warning_at_start_and_on_reload() {
         "{}",
         mount.log()
     );
+}
+
+#[test]
+fn a_refused_write_is_audited_even_when_its_draft_is_removed_before_the_close() {
+    use std::io::Write;
+    let mount = Mount::with(Options {
+        settings: RULES,
+        ..Options::default()
+    });
+    let path = mount.p("ctl/gone");
+    let mut file = std::fs::File::create(&path).expect("create a draft");
+    let refused = file.write_all(b"sudo id ");
+    assert_eq!(errno_of(refused), Some(libc::EPERM));
+    std::fs::remove_file(&path).expect("take the draft back");
+    drop(file);
+    let log = mount.state.join("terminalfs/audit.jsonl");
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            std::fs::read_to_string(&log).is_ok_and(|t| t.contains("\"gone\""))
+        }),
+        "no audit line for the removed draft"
+    );
+    let text = std::fs::read_to_string(&log).expect("audit log");
+    let line: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON line"))
+        .find(|l| l["name"] == "gone")
+        .expect("the line");
+    assert_eq!(line["decision"], "denied");
+    assert_eq!(line["rule"], "Bash(sudo:*)");
+    assert_eq!(line["command"], "sudo id ");
 }

@@ -583,12 +583,24 @@ impl Tree {
     ) -> FsResult<()> {
         let (name, id) = named(&state.ctl, name, "no draft of that name")?;
         if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
-            if matches!(draft.stage, Stage::Deciding | Stage::Decided { .. }) {
+            match &draft.stage {
                 // Decided: it is about to run and can no longer be taken back.
-                return Err(Error::new(
-                    libc::EBUSY,
-                    "the command was decided and is about to run",
-                ));
+                Stage::Deciding | Stage::Decided { .. } => {
+                    return Err(Error::new(
+                        libc::EBUSY,
+                        "the command was decided and is about to run",
+                    ))
+                }
+                // A refused attempt is audited even when its draft goes before its last
+                // close would have decided it.
+                Stage::Refused { refusal, .. } => effects.push(Effect::Audit {
+                    decision: "denied",
+                    name: name.to_owned(),
+                    text: draft.text.clone().into(),
+                    rule: refusal.rule.clone(),
+                    reason: Some(refusal.reason.clone()),
+                }),
+                Stage::Writing { .. } => {}
             }
         }
         state.ctl.remove(name);

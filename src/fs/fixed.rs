@@ -75,6 +75,7 @@ impl Tree {
             cwd: self.spawner.cwd(),
             settings: self.policy.path(),
             rules: self.policy.rule_count(),
+            ignored: self.policy.rules().ignored.clone(),
             commands: state.cmd.len(),
             wait_timeout: self.config.wait_timeout,
             keep: self.config.keep,

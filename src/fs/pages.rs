@@ -17,6 +17,8 @@ pub struct Site<'a> {
     pub cwd: &'a Path,
     pub settings: &'a Path,
     pub rules: usize,
+    /// Settings entries that make no rule (`deny: Read(./.env)`, `deny: sudo`).
+    pub ignored: Vec<String>,
     pub commands: usize,
     pub wait_timeout: Duration,
     pub keep: Duration,
@@ -131,6 +133,16 @@ pub fn root_index(site: &Site) -> String {
         rules = site.rules,
         settings = site.settings.display(),
     ));
+    if !site.ignored.is_empty() {
+        page.push_str(
+            "\n## Ignored settings entries\n\n\
+             These entries make no rule here: they name another tool, or no tool at all (a \
+             command is written `Bash(<command>:*)`).\n\n",
+        );
+        for entry in &site.ignored {
+            page.push_str(&format!("- `{entry}`\n"));
+        }
+    }
     page
 }
 
@@ -408,6 +420,7 @@ mod tests {
             cwd: Path::new("/tmp"),
             settings: Path::new("/etc/s.json"),
             rules: 3,
+            ignored: vec!["deny: sudo".to_owned()],
             commands: 2,
             wait_timeout: Duration::from_secs(25),
             keep: Duration::from_secs(60),
@@ -455,6 +468,8 @@ mod tests {
         assert!(page.contains("commands: 2"));
         assert!(page.contains("rules: 3"));
         assert!(page.contains("settings: \"/etc/s.json\""));
+        assert!(page.contains("## Ignored settings entries"));
+        assert!(page.contains("- `deny: sudo`\n"));
     }
 
     #[test]

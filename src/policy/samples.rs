@@ -151,3 +151,44 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
         ),
     ]
 }
+
+/// The shell scripts Debian packages installed on this machine: maintainer scripts under
+/// `/var/lib/dpkg/info` and `sh`/`bash` scripts in `/usr/bin` and `/usr/sbin`, as
+/// `(path, text)`, sorted by path. Empty on a machine without them.
+pub fn debian_scripts() -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let maintainer = ["preinst", "postinst", "prerm", "postrm", "config"];
+    for dir in ["/var/lib/dpkg/info", "/usr/bin", "/usr/sbin"] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let in_dpkg = dir == "/var/lib/dpkg/info";
+            if in_dpkg
+                && !path
+                    .extension()
+                    .is_some_and(|e| maintainer.iter().any(|m| e == *m))
+            {
+                continue;
+            }
+            if !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let first = bytes.split(|&b| b == b'\n').next().unwrap_or(&[]);
+            let first = String::from_utf8_lossy(first);
+            let shell = first.starts_with("#!")
+                && ["/sh", "/bash", "env sh", "env bash"]
+                    .iter()
+                    .any(|s| first.trim_end().ends_with(s) || first.contains(&format!("{s} ")));
+            if shell && (in_dpkg || !bytes.contains(&0)) {
+                out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+        }
+    }
+    out.sort();
+    out
+}

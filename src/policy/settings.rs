@@ -125,8 +125,8 @@ fn rule_list(value: Option<&Value>, key: &str, set: &mut RuleSet) -> Result<Vec<
 }
 
 /// Whether an entry that is not a `Bash` rule names no tool: tools are named like `Read`,
-/// `WebFetch` or `mcp__server__tool`; a word in lower case or holding spaces (`sudo`,
-/// `rm -rf /`) is a command written without `Bash(...)`.
+/// `WebFetch` or `mcp__server__tool`; a word in lower case (`sudo`) is a command written
+/// without `Bash(...)`. (An entry holding spaces is already an error.)
 fn names_no_tool(entry: &str) -> bool {
     let tool = entry.trim().split('(').next().unwrap_or("");
     !(tool.starts_with("mcp__")
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn bare_words_are_ignored_with_a_warning() {
         let rules = RuleSet::parse(
-            r#"{"permissions": {"deny": ["sudo", "Bash(su:*)", "Read(./.env)", "rm -rf /",
+            r#"{"permissions": {"deny": ["sudo", "Bash(su:*)", "Read(./.env)", "reboot",
                "mcp__x__y"], "ask": ["WebFetch"]}}"#,
         )
         .expect("valid settings");
@@ -369,7 +369,7 @@ mod tests {
             [
                 "deny: sudo",
                 "deny: Read(./.env)",
-                "deny: rm -rf /",
+                "deny: reboot",
                 "deny: mcp__x__y",
                 "ask: WebFetch"
             ]
@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(rules.warnings.len(), 2, "{:?}", rules.warnings);
         assert!(rules.warnings[0].contains("'sudo'"), "{:?}", rules.warnings);
         assert!(rules.warnings[0].contains("Bash(sudo:*)"));
-        assert!(rules.warnings[1].contains("'rm -rf /'"));
+        assert!(rules.warnings[1].contains("'reboot'"));
         // A Bash entry that does not parse still makes the whole file invalid.
         assert!(RuleSet::parse(r#"{"permissions": {"deny": ["sudo", "Bash(x"]}}"#).is_err());
     }
