@@ -178,11 +178,12 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(git push -f:*)",
     "Bash(git push --force-with-lease:*)",
     "Bash(git push --force-if-includes:*)",
-    // A shell reading its script from a pipe (`curl ... | sh`), whatever its options.
-    "Bash(sh)",
-    "Bash(bash)",
-    "Bash(zsh)",
-    "Bash(dash)",
+    // A shell reading its script from a pipe (`curl ... | sh`): spelled `sh -s` whatever
+    // its options.
+    "Bash(sh -s)",
+    "Bash(bash -s)",
+    "Bash(zsh -s)",
+    "Bash(dash -s)",
     // Opening the whole disk to everyone.
     "Bash(chmod -R 777 /)",
 ];

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use super::wrappers::code_in_assignment;
-use super::{emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Parser, Word};
+use super::{emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Input, Parser, Word};
 
 /// Reserved words that begin a compound command.
 const COMPOUND_STARTS: &[&[u8]] = &[
@@ -188,7 +188,12 @@ impl<'s> Parser<'s> {
                     }
                 }
                 _ => {
+                    let start = self.pos;
                     let word = self.lex_word(cx);
+                    if word.text.is_empty() && vanishes(&self.src[start..self.pos]) {
+                        // `"$@"` with no arguments is no word at all.
+                        continue;
+                    }
                     let redirect_follows =
                         matches!(self.peek(), Some(b'<' | b'>')) && self.peek_at(1) != Some(b'(');
                     if !(redirect_follows && is_fd_prefix(&word)) {
@@ -359,13 +364,18 @@ impl<'s> Parser<'s> {
     /// Emits the words gathered so far as a simple command.
     fn finish(&mut self, cx: &mut Context, st: &mut ListState) {
         st.redirected = false;
-        st.piped = false;
+        let piped = std::mem::take(&mut st.piped);
         let stdin = std::mem::take(&mut st.stdin);
         if st.words.is_empty() {
             return;
         }
         let words = std::mem::take(&mut st.words);
-        if self.emit_words(cx, words, stdin.marker.as_deref()) {
+        let input = match (&stdin.marker, piped) {
+            (Some(marker), _) => Input::Here(marker.clone()),
+            (None, true) => Input::Pipe,
+            (None, false) => Input::Inherited,
+        };
+        if self.emit_words(cx, words, &input) {
             // A shell reading its script from standard input: what it reads is commands.
             for flag in &stdin.heredocs {
                 flag.set(true);
@@ -470,7 +480,7 @@ impl<'s> Parser<'s> {
     }
     /// Turns the words of one simple command into a [`SimpleCommand`](super::SimpleCommand)
     /// (and, through `sh -c`, `eval` and `find -exec`, into further commands).
-    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>, stdin: Option<&str>) -> bool {
+    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>, stdin: &Input) -> bool {
         let assignments = words.iter().take_while(|w| w.assignment).count();
         for word in &words[..assignments] {
             let (run, expand) = code_in_assignment(&String::from_utf8_lossy(&word.text));
@@ -530,6 +540,14 @@ impl<'s> Parser<'s> {
         }
         emit_texts(cx, texts, self.depth, None, stdin, &globs)
     }
+}
+
+/// Whether a word written so expands to no word when the script has no arguments.
+fn vanishes(raw: &[u8]) -> bool {
+    matches!(
+        raw,
+        b"$@" | b"\"$@\"" | b"${@}" | b"\"${@}\"" | b"$*" | b"${*}" | b"${@:-}" | b"\"${@:-}\""
+    )
 }
 
 fn lossy(bytes: &[u8]) -> String {

@@ -123,6 +123,16 @@ pub fn simple_commands(text: &str) -> Vec<String> {
     out
 }
 
+/// What a simple command reads on standard input, as far as the text says.
+pub(super) enum Input {
+    /// Whatever the shell running the text has.
+    Inherited,
+    /// The output of the command before it in a pipeline.
+    Pipe,
+    /// A heredoc or here-string, written so (`<<EOF`, `<<<`).
+    Here(String),
+}
+
 /// State shared by every parser working on one input.
 struct Context {
     /// The commands found so far.
@@ -273,22 +283,22 @@ fn crude(cx: &mut Context, text: &[u8]) {
             .map(str::to_owned)
             .collect();
         if !words.is_empty() {
-            emit_texts(cx, words, MAX_DEPTH, None, None, &[]);
+            emit_texts(cx, words, MAX_DEPTH, None, &Input::Inherited, &[]);
         }
     }
 }
 
 /// Builds the spellings of one simple command from its words, peeling wrappers, and splits
 /// the scripts it hands to a shell or keeps to run later. `written` is an extra spelling
-/// (the text before brace expansion); `stdin` says how a heredoc or here-string feeding
-/// the command was written (`<<EOF`, `<<<`). At `MAX_DEPTH` nothing is split any further.
-/// Returns whether the command is a shell that reads its script from standard input.
+/// (the text before brace expansion); `stdin` is what the command reads on standard input.
+/// At `MAX_DEPTH` nothing is split any further. Returns whether the command is a shell
+/// that reads its script from standard input.
 fn emit_texts(
     cx: &mut Context,
     words: Vec<String>,
     depth: usize,
     written: Option<String>,
-    stdin: Option<&str>,
+    stdin: &Input,
     globs: &[String],
 ) -> bool {
     let mut layers = vec![words];
@@ -319,10 +329,13 @@ fn emit_texts(
                 reads_stdin = true;
                 match stdin {
                     // The shell's script is the heredoc or here-string, split on its own.
-                    Some(marker) => layer.push(marker.to_owned()),
-                    // A script from a pipe or a file: spelled as the shell alone, whatever
-                    // its options, so `Bash(sh)` names `curl ... | sh -e`.
-                    None => command.forms.push(basename(&layer[0]).to_owned()),
+                    Input::Here(marker) => layer.push(marker.clone()),
+                    // A script from a pipe: spelled `<shell> -s` whatever its options, so
+                    // `Bash(sh -s)` names `curl ... | sh -e`.
+                    Input::Pipe => command.forms.push(format!("{} -s", basename(&layer[0]))),
+                    // Standard input is the driver's (nothing, or what is written to it,
+                    // which is checked as it comes).
+                    Input::Inherited => {}
                 }
             }
             None => {}
@@ -333,7 +346,8 @@ fn emit_texts(
         execs.extend(find_exec_commands(layer));
     }
     command.transparent = layers.last().is_some_and(|l| {
-        matches!(shell_run(l), Some(ShellRun::String(..))) || (reads_stdin && stdin.is_some())
+        matches!(shell_run(l), Some(ShellRun::String(..)))
+            || (reads_stdin && matches!(stdin, Input::Here(_)))
     });
     for layer in &layers {
         for spelling in spellings(layer) {
@@ -377,7 +391,7 @@ fn emit_texts(
             continue;
         }
         cx.budget -= size;
-        emit_texts(cx, exec, depth + 1, None, None, &[]);
+        emit_texts(cx, exec, depth + 1, None, &Input::Inherited, &[]);
     }
     reads_stdin
 }

@@ -665,33 +665,31 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
         }
         _ => {}
     }
-    // Words a builtin takes as variable names (or arithmetic), whose subscripts are
-    // expanded once more; `[[ ]]` operands compared as numbers are arithmetic too.
-    let names_taken = matches!(
-        first.as_str(),
-        "printf"
-            | "unset"
-            | "test"
-            | "["
-            | "[["
-            | "read"
-            | "declare"
-            | "typeset"
-            | "local"
-            | "export"
-            | "readonly"
-            | "let"
-            | "wait"
-            | "mapfile"
-            | "readarray"
-            | "getopts"
-    );
-    if names_taken {
-        expand.extend(
-            args.iter()
-                .filter(|a| a.contains("$(") || a.contains('`'))
-                .cloned(),
-        );
+    // Words a builtin takes as variable names, whose subscripts are expanded once more
+    // (`printf -v 'a[$(X)]'`), and the arithmetic of `let`.
+    let after = |flag: &str| -> Vec<&String> {
+        args.windows(2)
+            .filter(|pair| pair[0] == flag)
+            .map(|pair| &pair[1])
+            .collect()
+    };
+    let names: Vec<&String> = match first.as_str() {
+        "printf" | "test" | "[" | "[[" => after("-v"),
+        "wait" => after("-p"),
+        "unset" | "read" | "declare" | "typeset" | "local" | "export" | "readonly" | "let" => {
+            args.iter().filter(|a| !a.starts_with('-')).collect()
+        }
+        _ => Vec::new(),
+    };
+    for name in names {
+        let name = match first.as_str() {
+            "let" => name.as_str(),
+            _ => name.split('=').next().unwrap_or(""),
+        };
+        let subscript = first == "let" || name.contains('[');
+        if subscript && (name.contains("$(") || name.contains('`')) {
+            expand.push(name.to_owned());
+        }
     }
     (run, expand)
 }
