@@ -144,7 +144,7 @@ fn follow_streams_live_and_ends_by_itself() {
     let mount = Mount::start();
     std::fs::write(
         mount.p("ctl/live"),
-        "echo first; sleep 1.5; date +%s%N; sleep 1; echo last >&2",
+        "echo first; sleep 1.5; date +%s%N; sleep 3; echo last >&2",
     )
     .unwrap();
     let mut follow = std::fs::File::open(mount.p("cmd/live/follow")).unwrap();
@@ -161,15 +161,15 @@ fn follow_streams_live_and_ends_by_itself() {
         .as_nanos();
     let printed: u128 = line.trim().parse().unwrap();
     let delay = Duration::from_nanos((received.saturating_sub(printed)) as u64);
-    // Live, not at the end: well before the command's last second is over.
+    // Live, not at the end: well before the command's last three seconds are over.
     assert!(
-        delay < Duration::from_millis(500),
+        delay < Duration::from_millis(2500),
         "a line reached follow after {delay:?}"
     );
     let mut rest = String::new();
     reader.read_to_string(&mut rest).unwrap();
     assert_eq!(rest, "last\n");
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(mount.read("cmd/live/status"), "completed\n");
     // A new open streams from the beginning, then ends at once.
     let all = mount.read("cmd/live/follow");

@@ -677,7 +677,7 @@ fn a_gigabyte_of_output_is_counted_dropped_and_does_not_stall_the_mount() {
     assert_eq!(mount.read("cmd/ping/stdout"), "pong\n");
     assert!(mount.read("index.md").starts_with("---"));
     assert!(
-        asked.elapsed() < Duration::from_secs(5),
+        asked.elapsed() < Duration::from_secs(10),
         "the mount stalled for {:?}",
         asked.elapsed()
     );
@@ -706,7 +706,7 @@ fn a_missing_shell_fails_the_command_at_once() {
     let asked = Instant::now();
     assert_eq!(mount.run("nope", "echo hi"), "error\n");
     assert!(
-        asked.elapsed() < Duration::from_secs(5),
+        asked.elapsed() < Duration::from_secs(10),
         "{:?}",
         asked.elapsed()
     );
