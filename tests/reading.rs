@@ -157,8 +157,9 @@ fn an_interrupted_reader_is_freed_quickly() {
     let wait = mount.p("cmd/forever/wait");
     let follow = mount.p("cmd/forever/follow");
     // timeout sends SIGINT after 1 s. The waker looks at callers' signals every 100 ms;
-    // without it the read would last until the 25 s wait timeout. Bounds here are
-    // 2 s after the signal: ten times what an idle machine needs, far from 25 s.
+    // without it the read would last until the 25 s wait timeout. The bounds allow
+    // 8 s after the signal: far above what an idle machine needs (about 0.1 s), which a
+    // loaded one can take, and far below 25 s.
     for (signal, file) in [("INT", &wait), ("TERM", &wait), ("INT", &follow)] {
         let started = Instant::now();
         let status = Command::new("timeout")
@@ -170,7 +171,7 @@ fn an_interrupted_reader_is_freed_quickly() {
             .unwrap();
         let took = started.elapsed();
         assert_eq!(status.code(), Some(124), "{signal} {file:?}");
-        assert!(took < Duration::from_secs(3), "{signal} {file:?}: {took:?}");
+        assert!(took < Duration::from_secs(9), "{signal} {file:?}: {took:?}");
     }
     // SIGKILL of the reader, once it is parked in read(2).
     let mut cat = Command::new("cat")
@@ -186,7 +187,7 @@ fn an_interrupted_reader_is_freed_quickly() {
     cat.kill().unwrap();
     cat.wait().unwrap();
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(8),
         "{:?}",
         started.elapsed()
     );
@@ -220,9 +221,9 @@ fn an_interrupted_reader_is_freed_quickly() {
         .try_wait()
         .unwrap()
         .is_some()));
-    // Within the 2 s the other readers get (pkill and the shell's exit included).
+    // Within the 8 s the other readers get (pkill and the shell's exit included).
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(8),
         "{:?}",
         started.elapsed()
     );
