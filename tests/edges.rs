@@ -101,16 +101,21 @@ fn a_kill_that_races_the_end_is_not_an_error() {
 }
 
 #[test]
-fn a_decided_command_cannot_be_taken_back() {
+fn a_decided_command_can_be_taken_back_until_it_starts() {
     let mount = Mount::with_args(&["--settle", "2s"]);
-    std::fs::write(mount.p("ctl/decided"), "echo ran").unwrap();
+    std::fs::write(mount.p("ctl/decided"), "touch ran").unwrap();
     // Decided once the last close has arrived: the draft then shows its text's size.
     assert!(wait_until(Duration::from_secs(5), || {
         std::fs::metadata(mount.p("ctl/decided")).is_ok_and(|m| m.len() > 0)
     }));
-    let removed = std::fs::remove_file(mount.p("ctl/decided"));
-    assert_eq!(removed.unwrap_err().raw_os_error(), Some(libc::EBUSY));
-    assert_eq!(mount.wait("decided"), "completed\n");
+    mount.ok("rm $M/ctl/decided");
+    // Listing cmd/ starts every decided command at once: none is left to start.
+    assert!(!mount.ok("ls $M/cmd").contains("decided"));
+    assert!(!mount.p("cmd/decided").exists());
+    // The name is free, and only the second command runs.
+    assert_eq!(mount.run("decided", "echo second"), "completed\n");
+    assert_eq!(mount.read("cmd/decided/stdout"), "second\n");
+    assert!(!mount.dir.path().join("ran").exists());
 }
 
 #[test]

@@ -581,30 +581,26 @@ impl Tree {
         effects: &mut Effects,
         name: &[u8],
     ) -> FsResult<()> {
+        // Still a draft, even decided and waiting out the settle time: it has not
+        // started, so it can be taken back and nothing runs. (A decision under way
+        // finds no draft and does nothing; a parked lookup looks again.)
         let (name, id) = named(&state.ctl, name, "no draft of that name")?;
         if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
-            match &draft.stage {
-                // Decided: it is about to run and can no longer be taken back.
-                Stage::Deciding | Stage::Decided { .. } => {
-                    return Err(Error::new(
-                        libc::EBUSY,
-                        "the command was decided and is about to run",
-                    ))
-                }
-                // A refused attempt is audited even when its draft goes before its last
-                // close would have decided it.
-                Stage::Refused { refusal, .. } => effects.push(Effect::Audit {
+            // A refused attempt is audited even when its draft goes before its last
+            // close would have decided it.
+            if let Stage::Refused { refusal, .. } = &draft.stage {
+                effects.push(Effect::Audit {
                     decision: "denied",
                     name: name.to_owned(),
                     text: draft.text.clone().into(),
                     rule: refusal.rule.clone(),
                     reason: Some(refusal.reason.clone()),
-                }),
-                Stage::Writing { .. } => {}
+                });
             }
         }
         state.ctl.remove(name);
         effects.discard_entry(state.entries.remove(&id));
+        effects.push(Effect::Changed);
         Ok(())
     }
 

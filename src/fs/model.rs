@@ -198,11 +198,7 @@ impl Model {
     }
 
     fn unlink(&mut self, name: &str) -> Result<(), i32> {
-        let draft = self.ctl.get(name).ok_or(libc::ENOENT)?;
-        if draft.stage == Stage::Decided {
-            return Err(libc::EBUSY);
-        }
-        self.ctl.remove(name);
+        self.ctl.remove(name).ok_or(libc::ENOENT)?;
         Ok(())
     }
 
