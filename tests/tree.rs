@@ -182,19 +182,38 @@ fn pages_have_frontmatter_and_say_what_they_should() {
     std::fs::write(mount.p("ctl/slow"), "sleep 300").unwrap();
     let index = mount.read("cmd/index.md");
     assert!(index.contains("count: 3"), "{index}");
+    // name, status, exit code, started, duration, command verbatim, kept, dropped.
+    let row = |name: &str| -> Vec<String> {
+        let line = index
+            .lines()
+            .find(|line| line.starts_with(&format!("| [{name}]({name}/status) |")))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{index}"));
+        line.trim_matches('|')
+            .split(" | ")
+            .map(|cell| cell.trim().to_string())
+            .collect()
+    };
+    let first = row("first");
+    assert_eq!(first[1..3], ["completed", "0"], "{first:?}");
     assert!(
-        index.contains("| [first](first/status) | completed | 0 | echo hi | 3 | 0 |"),
-        "{index}"
+        first[3].starts_with("20") && first[3].ends_with('Z'),
+        "{first:?}"
     );
-    assert!(
-        index.contains(
-            "| [pipes](pipes/status) | completed | 0 | echo 'a\\|b' \\| cat … | 16 | 0 |"
-        ),
-        "{index}"
+    assert!(first[4].ends_with('s'), "{first:?}");
+    assert_eq!(first[5..], ["`echo hi`", "3", "0"], "{first:?}");
+    let pipes = row("pipes");
+    assert_eq!(
+        pipes[5..],
+        ["`echo 'a\\|b' \\| cat` …", "16", "0"],
+        "{pipes:?}"
     );
-    assert!(
-        index.contains("| [slow](slow/status) | running |  | sleep 300 | 0 | 0 |"),
-        "{index}"
+    let slow = row("slow");
+    assert_eq!(slow[1..3], ["running", ""], "{slow:?}");
+    assert_eq!(slow[5..], ["`sleep 300`", "0", "0"], "{slow:?}");
+    let heading = index.lines().find(|l| l.starts_with("| name |")).unwrap();
+    assert_eq!(
+        heading,
+        "| name | status | exit code | started | duration | command | kept bytes | dropped bytes |"
     );
     let skill = mount.read("skills/terminalfs/SKILL.md");
     assert!(

@@ -95,10 +95,9 @@ impl Tree {
                     .values()
                     .filter_map(|id| state.command(*id))
                     .map(|c| {
-                        let (exitcode, kept, dropped) = match &c.run {
-                            super::state::Run::Denied { .. } | super::state::Run::Starting => {
-                                (None, 0, 0)
-                            }
+                        let (exitcode, started, duration, kept, dropped) = match &c.run {
+                            super::state::Run::Denied { .. } => (None, Some(c.created), None, 0, 0),
+                            super::state::Run::Starting => (None, None, None, 0, 0),
                             super::state::Run::Job(job) => {
                                 let s = job.snapshot();
                                 let code = match s.phase {
@@ -107,24 +106,30 @@ impl Tree {
                                 };
                                 (
                                     code,
+                                    s.started_at,
+                                    s.duration,
                                     s.stdout.kept + s.stderr.kept,
                                     s.stdout.dropped + s.stderr.dropped,
                                 )
                             }
                         };
-                        (c, exitcode, kept, dropped)
+                        (c, exitcode, started, duration, kept, dropped)
                     })
                     .collect();
                 let rows: Vec<pages::Row> = rows
                     .iter()
-                    .map(|(c, exitcode, kept, dropped)| pages::Row {
-                        name: &c.name,
-                        status: c.run.status_word(),
-                        exitcode: *exitcode,
-                        command: &c.text,
-                        kept: *kept,
-                        dropped: *dropped,
-                    })
+                    .map(
+                        |(c, exitcode, started, duration, kept, dropped)| pages::Row {
+                            name: &c.name,
+                            status: c.run.status_word(),
+                            exitcode: *exitcode,
+                            started: *started,
+                            duration: *duration,
+                            command: &c.text,
+                            kept: *kept,
+                            dropped: *dropped,
+                        },
+                    )
                     .collect();
                 let evicted = self.spool.get().map_or(0, |spool| spool.evictions());
                 pages::cmd_index(&site, &rows, evicted)

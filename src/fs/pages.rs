@@ -40,6 +40,10 @@ pub struct Row<'a> {
     pub name: &'a str,
     pub status: &'a str,
     pub exitcode: Option<i32>,
+    /// When its shell started (or when it was refused).
+    pub started: Option<SystemTime>,
+    /// How long it ran, or has been running.
+    pub duration: Option<Duration>,
     pub command: &'a [u8],
     /// Output bytes held and dropped, stdout and stderr together.
     pub kept: u64,
@@ -65,38 +69,55 @@ fn frontmatter(kind: &str, title: &str, description: &str, extra: &[(&str, Strin
     out
 }
 
-/// The first line of a command made safe for a Markdown table cell: a multi-line
-/// command shows its first line and an ellipsis; pipes, backslashes, angle brackets,
-/// backticks and control bytes are escaped so the table keeps its shape.
+/// The first line of a command as a Markdown table cell: verbatim inside a code span
+/// (what the table itself forces, `|`, is written `\|`, which a table's code span
+/// shows as `|`), then an ellipsis when more lines follow. Control characters, which
+/// would break the row, show as spaces.
 pub fn table_cell(text: &[u8]) -> String {
     let text = String::from_utf8_lossy(text);
     let trimmed = text.trim_end_matches(['\n', '\r']);
     let mut lines = trimmed.lines();
     let first = lines.next().unwrap_or("");
     let more = lines.next().is_some();
-    let mut out = String::new();
-    for c in first.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\\' => out.push_str("\\\\"),
-            '`' => out.push_str("\\`"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '*' | '_' | '[' | ']' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
+    let first: String = first
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if first.trim().is_empty() {
+        return if more { "(blank) …" } else { "(blank)" }.to_string();
     }
+    let mut cell = code_span(&first.replace('|', "\\|"));
     if more {
-        out.push_str(" …");
+        cell.push_str(" …");
     }
-    if out.trim().is_empty() {
-        out = "(blank)".to_string();
+    cell
+}
+
+/// `text` in a code span: fenced by one more backtick than its longest run of them,
+/// padded with a space where it starts or ends with a backtick or a space (one space
+/// each side is what a code span strips).
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let edge = |c: Option<char>| matches!(c, Some('`' | ' '));
+    let pad = if edge(text.chars().next()) || edge(text.chars().last()) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+/// A duration as people read it: `250ms`, `3.2s`, `4m05s`, `2h03m`.
+fn elapsed_text(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    let s = duration.as_secs();
+    match s {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{:.1}s", duration.as_secs_f64()),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
     }
-    out
 }
 
 pub fn root_index(site: &Site) -> String {
@@ -207,15 +228,20 @@ pub fn cmd_index(site: &Site, rows: &[Row], evicted: u64) -> String {
         ));
         return page;
     }
-    page.push_str("| name | status | exit code | command | kept bytes | dropped bytes |\n");
-    page.push_str("|---|---|---|---|---|---|\n");
+    page.push_str(
+        "| name | status | exit code | started | duration | command | kept bytes | dropped bytes |\n",
+    );
+    page.push_str("|---|---|---|---|---|---|---|---|\n");
     for row in rows {
         page.push_str(&format!(
-            "| [{name}]({name}/status) | {status} | {code} | {command} | {kept} | {dropped} |\n",
+            "| [{name}]({name}/status) | {status} | {code} | {started} | {duration} | {command} \
+             | {kept} | {dropped} |\n",
             kept = row.kept,
             name = row.name,
             status = row.status,
             code = row.exitcode.map(|c| c.to_string()).unwrap_or_default(),
+            started = row.started.map(rfc3339).unwrap_or_default(),
+            duration = row.duration.map(elapsed_text).unwrap_or_default(),
             command = table_cell(row.command),
             dropped = row.dropped,
         ));
@@ -497,6 +523,8 @@ mod tests {
                 name: "a",
                 status: "completed",
                 exitcode: Some(0),
+                started: Some(SystemTime::UNIX_EPOCH),
+                duration: Some(Duration::from_millis(3250)),
                 command: b"echo a | tr a b\necho second",
                 kept: 12,
                 dropped: 0,
@@ -505,6 +533,8 @@ mod tests {
                 name: "b",
                 status: "running",
                 exitcode: None,
+                started: None,
+                duration: None,
                 command: b"\xff\x00`x` <y>",
                 kept: 3,
                 dropped: 7,
@@ -513,13 +543,41 @@ mod tests {
         let page = cmd_index(&site(None), &rows, 2);
         assert!(page.contains("count: 2"));
         assert!(page.contains("evicted: 2"));
-        assert!(page.contains("| [a](a/status) | completed | 0 | echo a \\| tr a b … | 12 | 0 |"));
+        assert!(page.contains(
+            "| [a](a/status) | completed | 0 | 1970-01-01T00:00:00.000Z | 3.2s \
+             | `echo a \\| tr a b` … | 12 | 0 |"
+        ));
         assert!(
-            page.contains("| [b](b/status) | running |  | \u{fffd} \\`x\\` &lt;y&gt; | 3 | 7 |")
+            page.contains("| [b](b/status) | running |  |  |  | ``\u{fffd} `x` <y>`` | 3 | 7 |")
         );
         for line in page.lines().filter(|l| l.starts_with("| [")) {
-            assert_eq!(line.matches(" | ").count(), 5, "{line}");
+            assert_eq!(line.matches(" | ").count(), 7, "{line}");
         }
+    }
+
+    #[test]
+    fn commands_show_verbatim_in_code_spans() {
+        assert_eq!(
+            table_cell(b"make 2>&1 | tee log"),
+            "`make 2>&1 \\| tee log`"
+        );
+        assert_eq!(
+            table_cell(b"RUSTUP_HOME=x *y* [z]"),
+            "`RUSTUP_HOME=x *y* [z]`"
+        );
+        assert_eq!(table_cell(b"echo `date`"), "`` echo `date` ``");
+        assert_eq!(table_cell(b"`a``b"), "``` `a``b ```");
+        assert_eq!(table_cell(b" \n\n"), "(blank)");
+        assert_eq!(table_cell(b"a\tb\nsecond"), "`a b` …");
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let text = |ms| elapsed_text(Duration::from_millis(ms));
+        assert_eq!(text(250), "250ms");
+        assert_eq!(text(3_250), "3.2s");
+        assert_eq!(text(245_000), "4m05s");
+        assert_eq!(text(7_380_000), "2h03m");
     }
 
     #[test]
