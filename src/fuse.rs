@@ -16,7 +16,7 @@
 
 use crate::fs::stderr::stderr_job;
 use crate::fs::{
-    Attr, Error as TreeError, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write,
+    Attr, Error as TreeError, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write, ANY_JOB,
 };
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
@@ -254,6 +254,8 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
                     p.deadline <= now
                         || check_signals
                         || match p.job {
+                            // `/events`: any command's news, or any decision.
+                            Some(ANY_JOB) => !jobs.is_empty() || lookups,
                             Some(id) => jobs.contains(&id),
                             None => lookups,
                         }

@@ -27,8 +27,10 @@ const CHECKS: &[Check] = &[
     ("order", order),
     ("follow", follow),
     ("kill", kill),
+    ("signal", signal),
     ("refusal", refusal),
     ("index", index),
+    ("events", events),
     ("expiry", expiry),
 ];
 
@@ -313,6 +315,26 @@ fn kill(client: &mut Client) -> Outcome {
     ))
 }
 
+fn signal(client: &mut Client) -> Outcome {
+    let name = client.start(
+        "signal",
+        "trap 'echo caught; exit 5' INT; echo ready; while :; do sleep 0.05; done",
+    )?;
+    let deadline = Instant::now() + PATIENCE;
+    while client.read(&format!("cmd/{name}/stdout"))? != "ready\n" {
+        if Instant::now() > deadline {
+            return Err(format!("cmd/{name}/stdout never said ready"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(client.p(&format!("cmd/{name}/kill")), "INT\n")
+        .map_err(|e| format!("cannot write cmd/{name}/kill: {e}"))?;
+    client.wait(&name)?;
+    client.expect(&name, "exitcode", "5\n")?;
+    client.expect(&name, "stdout", "ready\ncaught\n")?;
+    Ok("INT written to kill reached the command's trap".to_string())
+}
+
 fn refusal(client: &mut Client) -> Outcome {
     // A name the tree refuses: EINVAL, nothing made.
     match std::fs::write(client.p("ctl/.hidden"), "true") {
@@ -382,6 +404,21 @@ fn index(client: &mut Client) -> Outcome {
         return Err(format!("cmd/index.md does not list {name}"));
     }
     Ok("cmd/index.md lists the commands".to_string())
+}
+
+fn events(client: &mut Client) -> Outcome {
+    use std::io::BufRead;
+    let want = format!(" {} completed 0", client.name("run"));
+    let file =
+        std::fs::File::open(client.p("events")).map_err(|e| format!("cannot open events: {e}"))?;
+    // The listing at open names every command; a read ends after --wait-timeout.
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| format!("cannot read events: {e}"))?;
+        if line.ends_with(&want) {
+            return Ok(format!("events listed `{}`", line.trim()));
+        }
+    }
+    Err(format!("events never said `{}`", want.trim()))
 }
 
 fn expiry(client: &mut Client) -> Outcome {

@@ -23,12 +23,15 @@ fn selftest_passes_every_check_on_a_live_mount() {
         .collect();
     assert_eq!(
         checks,
-        ["run", "error", "order", "follow", "kill", "refusal", "index", "expiry"],
+        [
+            "run", "error", "order", "follow", "kill", "signal", "refusal", "index", "events",
+            "expiry"
+        ],
         "{lines:#?}"
     );
     assert_eq!(
         lines.last().unwrap(),
-        &format!("selftest: 8 passed, 0 failed at {}", mount.path.display())
+        &format!("selftest: 10 passed, 0 failed at {}", mount.path.display())
     );
     // It cleans up after itself: nothing of its own is left under cmd/ or ctl/.
     for dir in ["cmd", "ctl"] {
@@ -43,10 +46,11 @@ fn selftest_passes_every_check_on_a_live_mount() {
 
 #[test]
 fn selftest_fails_where_the_mount_misbehaves() {
-    // A deny list that refuses `echo` breaks the checks that echo (run, error, follow, kill).
+    // A deny list that refuses `echo` breaks the checks that echo (run, error, follow, kill, signal) and the events
+    // check, which looks for the run check's command.
     let mount = Mount::with(Options {
+        args: vec!["--wait-timeout", "2s"],
         settings: r#"{"permissions": {"deny": ["Bash(echo:*)"]}}"#,
-        ..Options::default()
     });
     let out = run_binary(&[&"selftest", &"--path", &mount.path]);
     let lines = lines(&out);
@@ -64,7 +68,7 @@ fn selftest_fails_where_the_mount_misbehaves() {
         "{lines:#?}"
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("selftest: 4 of 8 checks failed"),
+        String::from_utf8_lossy(&out.stderr).contains("selftest: 6 of 10 checks failed"),
         "{lines:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -9,6 +9,7 @@ mod deny;
 mod differential;
 mod drafts;
 mod edges;
+mod events;
 mod interactive;
 mod lifetime;
 mod mount;

@@ -15,7 +15,10 @@ fn listings_show_state() {
         settings: r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#,
         ..Options::default()
     });
-    assert_eq!(ls(&mount, ""), ["cmd", "ctl", "index.md", "skills"]);
+    assert_eq!(
+        ls(&mount, ""),
+        ["cmd", "ctl", "events", "index.md", "skills"]
+    );
     assert_eq!(ls(&mount, "ctl"), ["index.md"]);
     assert_eq!(ls(&mount, "cmd"), ["index.md"]);
     assert_eq!(ls(&mount, "skills"), ["index.md", "terminalfs"]);
@@ -264,6 +267,14 @@ fn skill_examples_work_when_copied() {
         !mount.p("cmd/ticker").exists(),
         "the ticker example removes itself"
     );
+    assert_eq!(mount.read("cmd/fresh/stdout"), "GREETING=\n");
+    assert_eq!(mount.read("cmd/deploy/stdout"), "deployed\n");
+    assert!(!mount.p("cmd/deploy.tmp").exists());
+    assert_eq!(mount.read("cmd/limited/stdout"), "within limits\n");
+    assert_eq!(mount.read("cmd/badkey/status"), "denied\n");
+    assert_eq!(mount.read("cmd/nap/exitcode"), "130\n");
+    assert_eq!(mount.read("cmd/fast/stdout"), "fast\n");
+    assert_eq!(mount.read("cmd/slow/status"), "error\n");
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub(super) fn children(ino: u64) -> Option<Children> {
         ("ctl", names::CTL, Kind::Dir),
         ("cmd", names::CMD, Kind::Dir),
         ("skills", names::SKILLS, Kind::Dir),
+        ("events", names::EVENTS, Kind::File),
     ];
     const CTL: Children = &[("index.md", names::CTL_INDEX, Kind::File)];
     const CMD: Children = &[("index.md", names::CMD_INDEX, Kind::File)];

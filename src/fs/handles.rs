@@ -8,7 +8,7 @@ use super::names::{self, Slot};
 use super::pages;
 use super::slots::{self, How};
 use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
-use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write};
+use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write, ANY_JOB};
 use super::view::View;
 use super::Tree;
 use crate::supervisor::{InputError, Stream};
@@ -218,13 +218,21 @@ impl Tree {
         mode: OpenMode,
     ) -> FsResult<Opened> {
         let OpenMode { write, append } = mode;
-        if ino == names::CMD_INDEX {
+        // Reading what commands there are starts every decided one first.
+        if ino == names::CMD_INDEX || ino == names::EVENTS {
             self.start_all_decided(state, effects);
         }
         let missing = || Error::new(libc::ENOENT, "no such file");
         let (owner, body, direct_io) = match state.resolve(ino)? {
             Node::Dir(..) | Node::CommandDir(..) => {
                 return Err(Error::new(libc::EISDIR, "a directory"))
+            }
+            Node::Events => {
+                if write {
+                    return Err(Error::new(libc::EACCES, "events are read-only"));
+                }
+                let feed = Body::Events(super::events::Feed::default());
+                return Ok(opened(state.add_handle(None, feed), true));
             }
             Node::Page(ino) => {
                 if write {
@@ -363,6 +371,18 @@ impl Tree {
             };
             return Ok(Read::Data(slice_at(said, offset, size as usize)));
         }
+        // A feed reads the whole tree: out of its handle while it looks.
+        if let Some(Body::Events(feed)) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
+            let mut feed = std::mem::take(feed);
+            let bytes = feed.read(&state, offset, size as usize);
+            if let Some(Body::Events(slot)) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
+                *slot = feed;
+            }
+            return Ok(match bytes {
+                Some(bytes) => Read::Data(bytes),
+                None => Read::Pending { job: ANY_JOB },
+            });
+        }
         let handle = state
             .handles
             .get(&fh)
@@ -391,7 +411,7 @@ impl Tree {
                 Some(Entry::Draft(draft)) => Read::Data(slice_at(&draft.text, offset, size)),
                 _ => Read::Data(Vec::new()),
             },
-            Body::Growing { .. } | Body::Follow { .. } | Body::Wait { .. } => {
+            Body::Growing { .. } | Body::Follow { .. } | Body::Wait { .. } | Body::Events(_) => {
                 unreachable!("answered above")
             }
             Body::Kill { .. } | Body::Input { .. } | Body::Keys { .. } | Body::Listing(_) => {

@@ -16,6 +16,7 @@
 
 mod drafts;
 mod effects;
+mod events;
 mod fixed;
 mod handles;
 mod input;
@@ -30,7 +31,9 @@ pub mod view;
 
 pub use effects::{Hooks, Spawner};
 pub use restore::{Comeback, Returning};
-pub use types::{Attr, Error, FsResult, Kind, Later, Lookup, OpenMode, Read, TreeConfig, Write};
+pub use types::{
+    Attr, Error, FsResult, Kind, Later, Lookup, OpenMode, Read, TreeConfig, Write, ANY_JOB,
+};
 
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
@@ -90,6 +93,13 @@ impl Tree {
                 };
                 Ok(Attr::new(ino, Kind::Dir, 0, fixed::dir_perm(ino), mtime))
             }
+            Node::Events => Ok(Attr::new(
+                names::EVENTS,
+                Kind::File,
+                0,
+                0o400,
+                SystemTime::now(),
+            )),
             Node::Page(ino) => {
                 let size = self.render_page(state, ino).len() as u64;
                 Ok(Attr::new(ino, Kind::File, size, 0o400, SystemTime::now()))
@@ -155,7 +165,9 @@ impl Tree {
                 return Ok(Lookup::Found(slots::file_attr(id, command, slot)));
             }
             Node::Draft(..) => return Err(Error::new(libc::ENOTDIR, "a draft is a file")),
-            Node::Page(_) | Node::CommandFile(..) | Node::View(..) => return Err(missing()),
+            Node::Page(_) | Node::Events | Node::CommandFile(..) | Node::View(..) => {
+                return Err(missing())
+            }
         };
         if let Some((_, ino, _)) = children.iter().find(|(n, _, _)| n.as_bytes() == name) {
             return self.attr_locked(state, *ino).map(Lookup::Found);

@@ -17,6 +17,7 @@ pub const SKILLS_INDEX: u64 = 8;
 pub const SKILLS_TFS: u64 = 9;
 pub const SKILLS_TFS_INDEX: u64 = 10;
 pub const SKILL_MD: u64 = 11;
+pub const EVENTS: u64 = 12;
 
 /// Inodes at or above this are derived from run-time ids.
 const DYNAMIC_BASE: u64 = 1 << 20;

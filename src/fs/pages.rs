@@ -147,6 +147,7 @@ pub fn root_index(site: &Site) -> String {
            `reason`, `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`; `stdin` \
            while a command started with `#terminalfs stdin` or `tty` runs; `screen` and \
            `keys` for one on a terminal (`#terminalfs tty`).\n\
+         - `events`: one line per change of any command (`<time> <name> <word>`).\n\
          - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
@@ -297,10 +298,20 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/listing/wait\n\
          cat {m}/cmd/listing/exitcode\n\
          tail -n 50 {m}/cmd/listing/stdout\n\
+         while [ \"$(cat {m}/cmd/listing/wait)\" = running ]; do :; done\n\
          ```\n\n\
          `wait` blocks until the command stops, for at most {wait} seconds, and then prints \
-         `completed`, `error` (a non-zero exit, a signal or a kill) or `running` (still going: \
-         read it again).\n\n\
+         exactly one word and a newline: `completed`, `error` (a non-zero exit, a signal or a \
+         kill) or `running` (still going: read it again, as the loop above does). `status` \
+         says the same words, and `paused`.\n\n\
+         Each command starts fresh: a `cd` or `export` in one does not carry over to the next. \
+         Every command starts in `{cwd}` with the environment of whoever started terminalfs.\n\n\
+         ```sh\n\
+         echo 'cd /; export GREETING=hi' > {m}/ctl/setup\n\
+         echo 'echo \"GREETING=$GREETING\"' > {m}/ctl/fresh\n\
+         cat {m}/cmd/fresh/wait\n\
+         cat {m}/cmd/fresh/stdout\n\
+         ```\n\n\
          ## A script\n\n\
          ```sh\n\
          cat > {m}/ctl/script <<'EOF'\n\
@@ -310,6 +321,30 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/script/wait\n\
          cat {m}/cmd/script/output\n\
          ```\n\n\
+         To choose the name last, write `ctl/<name>.tmp` and rename it at once: the text is \
+         decided when the writer closes it and starts {settle} later under whatever name it \
+         has then.\n\n\
+         ```sh\n\
+         echo 'echo deployed' > {m}/ctl/deploy.tmp && mv {m}/ctl/deploy.tmp {m}/ctl/deploy\n\
+         cat {m}/cmd/deploy/wait\n\
+         ```\n\n\
+         ## Limits and how long results stay\n\n\
+         Leading `#terminalfs` lines set limits for one command (the shell ignores them): \
+         `timeout` stops it after that long, `memory` caps its memory, `keep` is how long it \
+         stays once stopped and unread ({keep} unless set).\n\n\
+         ```sh\n\
+         cat > {m}/ctl/limited <<'EOF'\n\
+         #terminalfs timeout=10m memory=2G keep=1h\n\
+         echo within limits\n\
+         EOF\n\
+         cat {m}/cmd/limited/wait\n\
+         echo '#terminalfs colour=red' > {m}/ctl/badkey || cat {m}/cmd/badkey/reason\n\
+         ```\n\n\
+         An unknown key or a bad value fails the write with \"Operation not permitted\"; \
+         nothing runs and `reason` says which. A stopped command and its output are removed \
+         {keep} after its files were last open (or its `keep=`). Past the output limit per \
+         stream, the first part and the newest bytes are kept, with one line in between \
+         saying how many bytes were dropped.\n\n\
          `stdout` and `stderr` hold each stream; `output` holds both in the order they came. \
          All three grow while the command runs, so `tail -n`, `grep` and `wc` work on them \
          at any time.\n\n\
@@ -323,14 +358,43 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/ticker/reason\n\
          rm -r {m}/cmd/ticker\n\
          ```\n\n\
-         - `follow` streams `output` as it arrives and ends when the command stops (or after \
-         {wait} seconds of silence: open it again to go on).\n\
-         - `kill` exists while the command runs; writing anything to it stops the command and \
-         everything it started.\n\
+         - `follow` streams `output` as it arrives and ends when the command stops, or after \
+         {wait} seconds of silence. Each open starts again from the beginning of the output, \
+         so opening it again repeats what you saw. For new lines only, use \
+         `tail -f -n 0 {m}/cmd/<name>/output`; tail looks about once a second \
+         (`-s 0.2` looks more often).\n\
+         - `kill` exists while the command runs; writing `stop` (or any word that is not a \
+         signal name) stops the command and everything it started: SIGTERM, then SIGKILL if \
+         it has not ended soon after. `: > kill` does the same.\n\
          - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. A stopped \
          command also goes away by itself {keep} after its files were last open.\n\
          - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
          exit code, times, memory and byte counts.\n\n\
+         ## Signals\n\n\
+         Write a signal's name or number to `kill` to send just that signal to the command \
+         and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
+         `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`. `STOP` pauses it (`status` says \
+         `paused`, `wait` keeps waiting) until `CONT`. Writing to `kill` of a command that has \
+         stopped does nothing.\n\n\
+         ```sh\n\
+         echo 'sleep 300' > {m}/ctl/nap\n\
+         echo STOP > {m}/cmd/nap/kill\n\
+         cat {m}/cmd/nap/status\n\
+         echo CONT > {m}/cmd/nap/kill\n\
+         echo INT > {m}/cmd/nap/kill\n\
+         cat {m}/cmd/nap/wait\n\
+         ```\n\n\
+         ## Wait for the first of several\n\n\
+         `{m}/events` has one line per change of any command: `<time> <name> <word>`, with \
+         the words `running`, `paused`, `completed <code>`, `error <code>`, `denied` and \
+         `removed`. Each open first lists every command as it is now, then waits for changes, \
+         and ends after {wait} seconds of silence, so wait in a loop:\n\n\
+         ```sh\n\
+         echo 'sleep 2; echo fast' > {m}/ctl/fast\n\
+         echo 'sleep 300' > {m}/ctl/slow\n\
+         until grep -m1 -E '^[^ ]+ (fast|slow) (completed|error)' {m}/events; do :; done\n\
+         echo stop > {m}/cmd/slow/kill\n\
+         ```\n\n\
          ## Answer prompts, drive a REPL or an editor\n\n\
          A first line `#terminalfs stdin` gives the command a standard input: while it runs, \
          every write to `cmd/<name>/stdin` reaches it, in order; `rm cmd/<name>/stdin` closes \
@@ -367,8 +431,10 @@ pub fn skill(site: &Site) -> String {
          \"Broken pipe\".\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
-         the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule. Do \
-         not try to get around the rule: ask the user.\n\n\
+         the deny list (or a bad `#terminalfs` line). The command did not run; \
+         `{m}/cmd/<name>/reason` names the rule. Do not try to get around the rule: ask the \
+         user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
+         `cmd/<name>` first. \"Invalid argument\" means the name is not allowed.\n\n\
          ## Rules of thumb\n\n\
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
          for each run.\n\
@@ -377,6 +443,7 @@ pub fn skill(site: &Site) -> String {
          how many early bytes were dropped.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
+        settle = format_duration(site.settle),
     )
 }
 

@@ -208,6 +208,8 @@ pub(super) enum Body {
         job: Arc<Job>,
     },
     Listing(Vec<(u64, Kind, String)>),
+    /// A reader of `/events`.
+    Events(super::events::Feed),
 }
 
 pub(super) struct Handle {
@@ -234,6 +236,8 @@ pub(super) enum Node<'a> {
     Dir(u64, fixed::Children),
     /// A fixed page, rendered when read.
     Page(u64),
+    /// `/events`.
+    Events,
     /// `ctl/<name>`.
     Draft(u64, &'a Draft),
     /// `cmd/<name>`.
@@ -273,6 +277,9 @@ impl State {
         }
         if fixed::is_page(ino) {
             return Ok(Node::Page(ino));
+        }
+        if ino == names::EVENTS {
+            return Ok(Node::Events);
         }
         let missing = || Error::new(libc::ENOENT, "no such file or directory");
         match names::decode(ino).ok_or_else(missing)? {

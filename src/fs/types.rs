@@ -99,6 +99,9 @@ pub struct Opened {
     pub direct_io: bool,
 }
 
+/// The job a read waits on when any command's news may answer it (`/events`).
+pub const ANY_JOB: u64 = u64::MAX;
+
 #[derive(Debug)]
 pub enum Read {
     Data(Vec<u8>),

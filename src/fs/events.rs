@@ -1,0 +1,97 @@
+//! `/events`: one line per change of any command, `<RFC 3339 time> <name> <word>`,
+//! with the words `running`, `paused`, `completed <code>`, `error <code>`, `denied`
+//! and `removed`. Each open first lists every command's state, then streams changes.
+//!
+//! A feed is a handle's memory of the state it last reported for each name; a read
+//! compares that with the tree now and turns every difference into a line. A read
+//! with nothing new is parked like `follow` (woken by any command's news) and ends
+//! with end-of-file after `--wait-timeout` of silence.
+
+use super::state::{Command, Run, State};
+use crate::policy::audit::rfc3339;
+use crate::supervisor::Phase;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// What one open of `/events` has said so far.
+#[derive(Default)]
+pub(super) struct Feed {
+    /// The word last reported for each name.
+    seen: BTreeMap<String, String>,
+    /// Lines made but not read yet, starting at byte offset `base` of the stream.
+    unread: Vec<u8>,
+    base: u64,
+}
+
+/// A command's state as an event word, and when it came to be; None while it has
+/// no job yet (it is about to start).
+fn word_of(command: &Command) -> Option<(String, SystemTime)> {
+    match &command.run {
+        Run::Denied { .. } => Some(("denied".to_string(), command.created)),
+        Run::Starting => None,
+        Run::Job(job) => {
+            let snapshot = job.snapshot();
+            Some(match &snapshot.phase {
+                Phase::Stopped(exit) => {
+                    let word = if job.outcome() == Some(true) {
+                        "completed"
+                    } else {
+                        "error"
+                    };
+                    let at = snapshot.finished_at.unwrap_or_else(SystemTime::now);
+                    (format!("{word} {}", exit.code), at)
+                }
+                _ if job.is_paused() => ("paused".to_string(), SystemTime::now()),
+                _ => (
+                    "running".to_string(),
+                    snapshot.started_at.unwrap_or_else(SystemTime::now),
+                ),
+            })
+        }
+    }
+}
+
+impl Feed {
+    /// Adds a line for every change since the last look; true when any was added.
+    fn catch_up(&mut self, state: &State) -> bool {
+        let mut lines: Vec<(SystemTime, String)> = Vec::new();
+        let mut now: BTreeMap<String, String> = BTreeMap::new();
+        for (name, id) in &state.cmd {
+            let Some((word, at)) = state.command(*id).and_then(word_of) else {
+                continue;
+            };
+            if self.seen.get(name) != Some(&word) {
+                lines.push((at, format!("{name} {word}")));
+            }
+            now.insert(name.clone(), word);
+        }
+        for name in self.seen.keys().filter(|name| !now.contains_key(*name)) {
+            lines.push((SystemTime::now(), format!("{name} removed")));
+        }
+        self.seen = now;
+        // In the order things happened; names break ties.
+        lines.sort();
+        for (at, line) in &lines {
+            self.unread
+                .extend_from_slice(format!("{} {line}\n", rfc3339(*at)).as_bytes());
+        }
+        !lines.is_empty()
+    }
+
+    /// The bytes at `offset`, at most `size`, once there are any; None to wait.
+    pub fn read(&mut self, state: &State, offset: u64, size: usize) -> Option<Vec<u8>> {
+        // Sequential reads: what lies before `offset` has been read and is dropped.
+        let consumed = offset
+            .saturating_sub(self.base)
+            .min(self.unread.len() as u64);
+        self.unread.drain(..consumed as usize);
+        self.base += consumed;
+        if self.unread.is_empty() && !self.catch_up(state) {
+            return None;
+        }
+        let start = offset.saturating_sub(self.base) as usize;
+        let start = start.min(self.unread.len());
+        let end = start.saturating_add(size).min(self.unread.len());
+        Some(self.unread[start..end].to_vec())
+    }
+}

@@ -1,0 +1,99 @@
+//! `/events` on a real mount: the listing at open, one line per change, end-of-file
+//! after --wait-timeout of silence, and the waiting idiom SKILL.md teaches.
+
+use crate::common::{Mount, Options};
+use std::io::{BufRead, BufReader};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Reads `/events` line by line on a thread, for as long as the test lasts.
+fn reader(mount: &Mount) -> mpsc::Receiver<String> {
+    let file = std::fs::File::open(mount.p("events")).expect("events opens");
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(file).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// The next line, which must be `<RFC 3339 time> <rest>`.
+fn next(lines: &mpsc::Receiver<String>, rest: &str) {
+    let line = lines
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("no event came; wanted {rest:?}"));
+    let (time, said) = line.split_once(' ').expect("a time, then the event");
+    assert!(
+        time.len() == 24 && time.starts_with("20") && time.ends_with('Z'),
+        "{line}"
+    );
+    assert_eq!(said, rest, "{line}");
+}
+
+#[test]
+fn events_list_every_command_then_stream_each_change() {
+    let mount = Mount::with(Options {
+        args: vec!["--wait-timeout", "20s"],
+        settings: r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#,
+    });
+    assert_eq!(mount.run("done", "exit 3"), "error\n");
+    let lines = reader(&mount);
+    next(&lines, "done error 3");
+    std::fs::write(mount.p("ctl/t"), "sleep 30").unwrap();
+    next(&lines, "t running");
+    mount.ok("echo STOP > $M/cmd/t/kill");
+    next(&lines, "t paused");
+    mount.ok("echo CONT > $M/cmd/t/kill");
+    next(&lines, "t running");
+    mount.ok("echo stop > $M/cmd/t/kill");
+    next(&lines, "t error 143");
+    mount.ok("rm -r $M/cmd/t");
+    next(&lines, "t removed");
+    assert!(!mount.sh("echo 'sudo id' > $M/ctl/s").status.success());
+    next(&lines, "s denied");
+    mount.run("ok", "true");
+    // Started and stopped between two looks, it may show only as stopped.
+    let line = lines.recv_timeout(Duration::from_secs(20)).unwrap();
+    let line = if line.ends_with(" ok running") {
+        lines.recv_timeout(Duration::from_secs(20)).unwrap()
+    } else {
+        line
+    };
+    assert!(line.ends_with(" ok completed 0"), "{line}");
+    // A new open lists the state of every command now, in the order they came to be.
+    let again = reader(&mount);
+    next(&again, "done error 3");
+    next(&again, "s denied");
+    next(&again, "ok completed 0");
+}
+
+#[test]
+fn the_skill_idiom_waits_for_the_first_of_several_past_the_wait_timeout() {
+    let mount = Mount::with_args(&["--wait-timeout", "1s"]);
+    let started = Instant::now();
+    // Each grep ends at a second of silence; the loop opens events again until the
+    // first of a, b and c has stopped (b, after about 3 s).
+    let out = mount.ok("echo 'sleep 60' > $M/ctl/a
+         echo 'sleep 3; exit 2' > $M/ctl/b
+         echo 'sleep 60' > $M/ctl/c
+         until grep -m1 -E '^[^ ]+ (a|b|c) (completed|error)' $M/events; do :; done");
+    let took = started.elapsed();
+    assert!(
+        out.ends_with(" b error 2\n") && out.lines().count() == 1,
+        "{out}"
+    );
+    assert!(took >= Duration::from_millis(2500), "{took:?}");
+    // A plain read ends after a second of silence, having listed what exists.
+    let started = Instant::now();
+    let listing = mount.read("events");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    let words: Vec<&str> = listing
+        .lines()
+        .map(|line| line.split_once(' ').unwrap().1)
+        .collect();
+    assert_eq!(words, ["a running", "c running", "b error 2"], "{listing}");
+    mount.ok("echo stop > $M/cmd/a/kill; echo stop > $M/cmd/c/kill");
+}
