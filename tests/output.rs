@@ -298,7 +298,7 @@ fn carriage_returns_nul_and_invalid_utf8_are_served_byte_exact() {
     // Pages that mention the command keep their shape.
     let index = mount.read("cmd/index.md");
     let row = index.lines().find(|l| l.starts_with("| [bytes]")).unwrap();
-    assert_eq!(row.matches(" | ").count(), 5, "{row}");
+    assert_eq!(row.matches(" | ").count(), 7, "{row}");
     let result = json(&mount, "cmd/bytes/result.json");
     assert_eq!(result["stderr"]["bytes"], 4);
 }
