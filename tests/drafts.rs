@@ -276,3 +276,29 @@ EOF
     );
     assert_eq!(mount.read("cmd/unended/status"), "denied\n");
 }
+
+#[test]
+fn refused_names_leave_their_reason_in_ctl_index() {
+    let mount = Mount::start();
+    mount.run("build", "true");
+    for (name, errno) in [(".hidden", libc::EINVAL), ("build", libc::EEXIST)] {
+        let refused = std::fs::write(mount.p(&format!("ctl/{name}")), "true");
+        assert_eq!(errno_of(refused), Some(errno), "{name}");
+    }
+    let page = mount.read("ctl/index.md");
+    let listed: Vec<&str> = page
+        .lines()
+        .skip_while(|line| *line != "## Names refused lately")
+        .filter_map(|line| line.strip_prefix("- 20"))
+        .map(|line| line.split_once(' ').unwrap().1)
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "`build`: `build` already exists: `rm -r cmd/build` to reuse the name",
+            "`.hidden`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start \
+             with a dot",
+        ],
+        "{page}"
+    );
+}

@@ -80,6 +80,20 @@ fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
 }
 
 /// A name for a new draft, checked; `reserved` is the errno for `index.md`.
+/// How many refused names `ctl/index.md` lists.
+const REFUSALS_KEPT: usize = 10;
+
+/// Remembers a name refused at `ctl/` for `ctl/index.md`, where a writer whose shell
+/// said only "File exists" can read why.
+fn note_refusal(state: &mut State, name: &str, why: &str) {
+    if state.refusals.len() == REFUSALS_KEPT {
+        state.refusals.pop_front();
+    }
+    state
+        .refusals
+        .push_back((SystemTime::now(), name.to_string(), why.to_string()));
+}
+
 fn new_name_of(name: &[u8], reserved: i32) -> FsResult<String> {
     match names::check_name(name) {
         Ok(name) => Ok(name.to_string()),
@@ -109,12 +123,21 @@ impl Tree {
                     },
                 );
             }
-            let name = new_name_of(name, libc::EEXIST)?;
-            if state.ctl.contains_key(&name) || state.cmd.contains_key(&name) {
-                return Err(Error::new(
-                    libc::EEXIST,
-                    "a draft or command of that name exists",
-                ));
+            let refused = |state: &mut State, error: Error| {
+                note_refusal(state, &String::from_utf8_lossy(name), &error.reason);
+                Err(error)
+            };
+            let name = match new_name_of(name, libc::EEXIST) {
+                Ok(name) => name,
+                Err(error) => return refused(state, error),
+            };
+            if state.cmd.contains_key(&name) {
+                let why = format!("`{name}` already exists: `rm -r cmd/{name}` to reuse the name");
+                return refused(state, Error::new(libc::EEXIST, why));
+            }
+            if state.ctl.contains_key(&name) {
+                let why = format!("`{name}` is being written already: choose another name");
+                return refused(state, Error::new(libc::EEXIST, why));
             }
             let id = state.take_id();
             let draft = Draft {

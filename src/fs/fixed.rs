@@ -89,7 +89,7 @@ impl Tree {
         let site = self.site(state);
         let page = match ino {
             names::ROOT_INDEX => pages::root_index(&site),
-            names::CTL_INDEX => pages::ctl_index(&site),
+            names::CTL_INDEX => pages::ctl_index(&site, &state.refusals),
             names::CMD_INDEX => {
                 let rows: Vec<_> = state
                     .cmd

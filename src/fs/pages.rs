@@ -168,7 +168,10 @@ pub fn root_index(site: &Site) -> String {
     page
 }
 
-pub fn ctl_index(site: &Site) -> String {
+pub fn ctl_index(
+    site: &Site,
+    refusals: &std::collections::VecDeque<(SystemTime, String, String)>,
+) -> String {
     let m = site.mount_text();
     let mut page = frontmatter(
         "index",
@@ -200,6 +203,13 @@ pub fn ctl_index(site: &Site) -> String {
            under `cmd/` for it.\n",
         settle = format_duration(site.settle),
     ));
+    if !refusals.is_empty() {
+        page.push_str("\n## Names refused lately\n\n");
+        for (at, name, why) in refusals.iter().rev() {
+            let name = code_span(&name.replace(|c: char| c.is_control(), " "));
+            page.push_str(&format!("- {} {name}: {why}\n", rfc3339(*at)));
+        }
+    }
     page
 }
 
@@ -538,7 +548,7 @@ mod tests {
         let s = site(Some(&mount));
         for page in [
             root_index(&s),
-            ctl_index(&s),
+            ctl_index(&s, &Default::default()),
             cmd_index(&s, &[], 0),
             skills_index(),
             skill_dir_index(),

@@ -226,6 +226,8 @@ pub(super) struct State {
     pub ctl: BTreeMap<String, u64>,
     pub cmd: BTreeMap<String, u64>,
     pub handles: HashMap<u64, Handle>,
+    /// The last few names refused at `ctl/` (time, name, why), for `ctl/index.md`.
+    pub refusals: std::collections::VecDeque<(SystemTime, String, String)>,
     /// Commands waiting for their spawn, oldest first.
     pub starts: VecDeque<(u64, SpawnRequest)>,
 }
