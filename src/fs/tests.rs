@@ -98,9 +98,17 @@ impl Spawner for Fake {
         // A stdin pipe is real, so that the tree's writes can be read back.
         let input = (request.stdin == crate::supervisor::Stdin::Pipe).then(|| {
             let mut fds = [0; 2];
-            // SAFETY: pipe2 fills two descriptors into a valid array.
-            let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+            // SAFETY: pipe fills two descriptors into a valid array; fcntl sets flags on
+            // them (pipe2 does both at once, but macOS has no pipe2).
+            let made = unsafe { libc::pipe(fds.as_mut_ptr()) };
             assert_eq!(made, 0, "a pipe");
+            for fd in fds {
+                // SAFETY: flags on a descriptor this test just made.
+                unsafe {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+                }
+            }
             // SAFETY: both descriptors are new and owned by nobody else.
             let (read, write) =
                 unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
