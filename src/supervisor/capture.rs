@@ -1,6 +1,6 @@
 //! How a command's stdout and stderr reach its job in the order it wrote them.
 //!
-//! stdout is a pipe, read in large chunks by the pump. stderr is, where the mount can
+//! stdout is a pipe, read in chunks by the pump. stderr is, where the mount can
 //! serve it, a hidden file of the mount itself: each stderr write is a synchronous
 //! request during which the writer is blocked, so every stdout byte that writer wrote
 //! before is already in the stdout pipe. [`Capture::stderr`] therefore first moves
@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// Bytes moved per read from a stdout pipe.
-pub const CHUNK: usize = 256 * 1024;
+pub const CHUNK: usize = 64 * 1024;
 
 /// The name, in the mount's root, under which job `id`'s stderr file is opened. It is
 /// listed nowhere and found only while the supervisor is opening it.

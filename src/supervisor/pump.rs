@@ -30,12 +30,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// Reads of one pipe per round before the pump turns to the next command.
-const READS_PER_ROUND: usize = 4;
+const READS_PER_ROUND: usize = 16;
 /// Reads that take what a pipe holds when its shell exits: more than a full pipe.
 const READS_AT_EXIT: usize = 8;
 /// The size asked for each pipe: fewer wake-ups and larger reads (Linux only).
 #[cfg(target_os = "linux")]
-const PIPE_SIZE: i32 = 1 << 20;
+const PIPE_SIZE: i32 = 256 << 10;
 
 /// Makes a pipe for a command's output: close-on-exec, read end non-blocking,
 /// enlarged.
