@@ -127,7 +127,6 @@ fn run(shared: &Shared, wake_read: &OwnedFd, notify: &Notify) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::FromRawFd;
     use std::time::Duration;
 
     #[test]
@@ -137,14 +136,8 @@ mod tests {
             let _ = sender.send(job);
         }))
         .unwrap();
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors into a valid array.
-        assert_eq!(
-            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) },
-            0
-        );
-        // SAFETY: both descriptors are new and owned by nobody else.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = crate::supervisor::pump::pipe().unwrap();
+        crate::supervisor::pump::set_nonblocking(write.as_raw_fd());
         let chunk = [0u8; 4096];
         // SAFETY: writing a valid buffer until the pipe is full.
         while unsafe { libc::write(write.as_raw_fd(), chunk.as_ptr().cast(), chunk.len()) } > 0 {}
