@@ -182,8 +182,10 @@ fn a_full_pipe_blocks_then_gives_eagain_and_loses_nothing() {
         .append(true)
         .open(&path)
         .unwrap();
+    // One write larger than the pipe delivers what fits and says how much.
+    let mut taken = file.write(&vec![b'x'; 1 << 20]).unwrap();
+    assert!(taken > 0 && taken < 1 << 20, "{taken}");
     let chunk = vec![b'x'; 16 * 1024];
-    let mut taken = 0usize;
     let error = loop {
         match file.write(&chunk) {
             Ok(n) => taken += n,
@@ -263,6 +265,12 @@ fn what_a_shell_is_given_is_checked_as_one_script() {
     for piece in ["cat <<EOF\n", "sudo is only text\n", "EOF\n"] {
         append(&stdin, piece.as_bytes()).unwrap();
     }
+    // bash's printf writes line by line: once its first line is refused, the lines
+    // after it are refused too, and none of them runs.
+    let out = mount.sh(
+        "bash -c \"printf 'cat <<X | sudo sh\\necho HEREDOC-BODY-RAN\\nX\\n' >> $M/cmd/sh/stdin\"",
+    );
+    assert!(!out.status.success(), "the refused printf succeeded");
     mount.ok("rm $M/cmd/sh/stdin");
     assert_eq!(mount.wait("sh"), "completed\n");
     assert_eq!(
@@ -288,6 +296,17 @@ fn a_shell_on_a_terminal_is_refused_while_rules_are_in_force() {
     });
     let reason = refused(&mount, "bash", "#terminalfs tty\nbash");
     assert!(reason.contains("cannot be checked"), "{reason}");
+    // The writer learns it, as for any other refusal: at the write, which a shell's
+    // redirect reports (it ignores its close), and at the close of a write in pieces.
+    let out = mount.sh("printf '#terminalfs tty\\nbash\\n' > $M/ctl/tsh");
+    assert!(!out.status.success(), "printf to ctl/tsh did not fail");
+    assert_eq!(mount.read("cmd/tsh/status"), "denied\n");
+    // No blank after `bash`: only the close can judge it, and cat reports its close.
+    let out = mount.sh("printf '#terminalfs tty\\nbash' | cat > $M/ctl/tsh2");
+    assert!(!out.status.success(), "the close of ctl/tsh2 did not fail");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Operation not permitted"), "{stderr}");
+    assert!(mount.read("cmd/tsh2/reason").contains("cannot be checked"));
     // Another program on a terminal runs.
     assert_eq!(mount.run("echo", "#terminalfs tty\necho hi"), "completed\n");
     // Without rules, a shell on a terminal runs too.

@@ -251,6 +251,7 @@ fn skill_examples_work_when_copied() {
         "SKILL.md has {} shell examples",
         blocks.len()
     );
+    let mut printed = Vec::new();
     for block in &blocks {
         let out = mount.sh(&format!("set -e\n{block}"));
         assert!(
@@ -259,7 +260,24 @@ fn skill_examples_work_when_copied() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        printed.push(String::from_utf8_lossy(&out.stdout).into_owned());
     }
+    // What an example prints is what it says it prints.
+    let printed_by = |needle: &str| {
+        let index = blocks.iter().position(|block| block.contains(needle));
+        printed[index.unwrap_or_else(|| panic!("no example with {needle}"))].clone()
+    };
+    assert_eq!(printed_by("cmd/py/stdin"), "42\n");
+    let edit = printed_by("ctl/edit");
+    assert!(
+        edit.contains("notes.txt"),
+        "the screen was read too early: {edit:?}"
+    );
+    assert_eq!(mount.read("cmd/edit/status"), "completed\n");
+    assert_eq!(
+        std::fs::read_to_string(mount.dir.path().join("notes.txt")).unwrap(),
+        "first line\n"
+    );
     // The examples did what they say.
     assert_eq!(mount.read("cmd/listing/status"), "completed\n");
     assert_eq!(mount.read("cmd/script/output"), "step one\nstep two\n");

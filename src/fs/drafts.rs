@@ -7,7 +7,8 @@ use super::state::{named, Body, Command, Draft, Entry, Refusal, Run, Stage, Stat
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
 use super::Tree;
 use crate::policy::{
-    parse_directives, runs_a_shell, Input, Verdict, NO_COMMAND_REASON, SHELL_ON_TERMINAL_REASON,
+    parse_directives, runs_a_shell, Directives, Input, Verdict, NO_COMMAND_REASON,
+    SHELL_ON_TERMINAL_REASON,
 };
 use crate::supervisor::{SpawnRequest, Stdin};
 use parking_lot::Mutex;
@@ -26,12 +27,12 @@ enum Check {
 const CHECK_STEP: usize = 64 * 1024;
 
 /// The leading lines of a command where `#terminalfs` lines may stand (comments and
-/// blank lines, up to the first other line), and only those ended by a newline unless
-/// `to_the_end`: the lines a directive check can judge now.
-fn directive_lines(text: &[u8], to_the_end: bool) -> &[u8] {
+/// blank lines, up to the first other line) ended by a newline: the lines a write's
+/// directive check can judge now.
+fn directive_lines(text: &[u8]) -> &[u8] {
     let mut end = 0;
     for line in text.split_inclusive(|&byte| byte == b'\n') {
-        if !line.ends_with(b"\n") && !to_the_end {
+        if !line.ends_with(b"\n") {
             break;
         }
         let trimmed = line.trim_ascii();
@@ -45,10 +46,10 @@ fn directive_lines(text: &[u8], to_the_end: bool) -> &[u8] {
 
 /// A bad `#terminalfs` line refuses the write that completes it: a shell ignores
 /// errors of the close, so `echo '#terminalfs x=1' > ctl/a` must see it at the write.
-/// A close (`to_the_end`) also judges a last line with no newline. Cheap: only the
+/// A close judges the whole text instead (`Tree::directives_of`). Cheap: only the
 /// leading comment lines are read.
-fn directive_refusal(text: &[u8], to_the_end: bool) -> Option<Refusal> {
-    let head = directive_lines(text, to_the_end);
+fn directive_refusal(text: &[u8]) -> Option<Refusal> {
+    let head = directive_lines(text);
     parse_directives(&String::from_utf8_lossy(head))
         .err()
         .map(|reason| Refusal::plain(format!("refused: {reason}")))
@@ -279,7 +280,7 @@ impl Tree {
                 }
                 Ok(()) => {}
             }
-            if let Some(refusal) = directive_refusal(&draft.text, false) {
+            if let Some(refusal) = directive_refusal(&draft.text) {
                 let error = Error::new(libc::EPERM, refusal.reason.clone());
                 refuse(draft, refusal);
                 return Err(error);
@@ -370,8 +371,12 @@ impl Tree {
         if let Err(refusal) = quick_refusal(text) {
             return refusal;
         }
-        if let Some(refusal) = directive_refusal(text, matches!(check, Check::Close)) {
-            return Some(refusal);
+        let refusal = match check {
+            Check::Write => self.partial_directive_refusal(text),
+            Check::Close => self.directives_of(&String::from_utf8_lossy(text)).err(),
+        };
+        if refusal.is_some() {
+            return refusal;
         }
         let verdict = match check {
             Check::Write => self.policy.check_partial(text),
@@ -381,6 +386,51 @@ impl Tree {
             Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
             Verdict::Allow => None,
         }
+    }
+
+    /// What a whole command's `#terminalfs` lines decide: its directives and whether a
+    /// shell reads its input, or the refusal. The close's check and the decision both
+    /// ask this, so a close fails for every refusal the decision makes.
+    fn directives_of(&self, text: &str) -> Result<(Directives, bool), Refusal> {
+        let directives = parse_directives(text)
+            .map_err(|reason| Refusal::plain(format!("refused: {reason}")))?;
+        let shell = self.shell_reads_input(&directives, text)?;
+        Ok((directives, shell))
+    }
+
+    /// Whether a shell reads the input of a command with `directives` and `text`, or
+    /// the refusal of a shell on a terminal while rules are in force. Only a command
+    /// that asked for input is split again here.
+    fn shell_reads_input(&self, directives: &Directives, text: &str) -> Result<bool, Refusal> {
+        let shell = directives.input != Input::Closed && runs_a_shell(text);
+        let terminal = matches!(directives.input, Input::Terminal(_));
+        if terminal && shell && self.policy.rule_count() > 0 {
+            return Err(Refusal::plain(SHELL_ON_TERMINAL_REASON.to_owned()));
+        }
+        Ok(shell)
+    }
+
+    /// What a write can refuse by the `#terminalfs` lines: a bad line it completed, or
+    /// a shell on a terminal that no later text can take back, judged like the deny
+    /// list's check of a write (up to the last blank, and only if it also holds with
+    /// one more word after it: `bash -c` may still become `bash -c 'make'`). A shell
+    /// ignores the error of a redirect's close, so only the write can tell it.
+    fn partial_directive_refusal(&self, text: &[u8]) -> Option<Refusal> {
+        if let Some(refusal) = directive_refusal(text) {
+            return Some(refusal);
+        }
+        let head = directive_lines(text);
+        let end = text.iter().rposition(u8::is_ascii_whitespace)?;
+        if end <= head.len() {
+            return None;
+        }
+        let directives = parse_directives(&String::from_utf8_lossy(head)).ok()?;
+        let body = String::from_utf8_lossy(&text[..end]);
+        let refusal = self.shell_reads_input(&directives, &body).err()?;
+        let longer = format!("{body} terminalfs-next-word");
+        self.shell_reads_input(&directives, &longer)
+            .is_err()
+            .then_some(refusal)
     }
 
     /// The last close of a draft's writing handle. When it was the last writer and
@@ -456,17 +506,7 @@ impl Tree {
             None if text.trim().is_empty() => {
                 Err(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
             }
-            None => parse_directives(&text)
-                .map_err(|reason| Refusal::plain(format!("refused: {reason}")))
-                .and_then(|directives| {
-                    // Only a command that asked for input is split again here.
-                    let shell = directives.input != Input::Closed && runs_a_shell(&text);
-                    let terminal = matches!(directives.input, Input::Terminal(_));
-                    if terminal && shell && self.policy.rule_count() > 0 {
-                        return Err(Refusal::plain(SHELL_ON_TERMINAL_REASON.to_owned()));
-                    }
-                    Ok((directives, shell))
-                }),
+            None => self.directives_of(&text),
         };
         match decision {
             Ok((directives, shell_input)) => {

@@ -11,7 +11,7 @@ use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write, ANY_JOB};
 use super::view::View;
 use super::Tree;
-use crate::supervisor::{InputError, Stream};
+use crate::supervisor::{InputError, Stream, KEYS_NEED_A_TERMINAL};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -301,6 +301,7 @@ impl Tree {
                     (Run::Job(job), How::Input) => Body::Input {
                         job: job.clone(),
                         script: command.script.clone(),
+                        refused: Arc::default(),
                     },
                     (Run::Job(job), How::Keys) => Body::Keys { job: job.clone() },
                     _ => Body::Fixed(slots::render(command, slot).ok_or_else(missing)?),
@@ -336,7 +337,7 @@ impl Tree {
                     (libc::ENOTTY, InputError::NotTerminal.to_string())
                 }
                 Some(_) => (libc::EPIPE, InputError::Gone.to_string()),
-                None if keys => (libc::ENOTTY, InputError::NotTerminal.to_string()),
+                None if keys => (libc::ENOTTY, KEYS_NEED_A_TERMINAL.to_owned()),
                 None => (
                     libc::EACCES,
                     "it was started without stdin: start it with '#terminalfs stdin' (or \
@@ -454,10 +455,18 @@ impl Tree {
                 }
                 Ok(Write::Done(data.len() as u32))
             }
-            (Body::Input { job, script }, _) => {
-                let (job, script, name) = (job.clone(), script.clone(), name());
+            (
+                Body::Input {
+                    job,
+                    script,
+                    refused,
+                },
+                _,
+            ) => {
+                let (job, script, refused, name) =
+                    (job.clone(), script.clone(), refused.clone(), name());
                 drop(state);
-                self.write_input(&name, &job, script.as_deref(), data)
+                self.write_input(&name, &job, script.as_deref(), &refused, data)
             }
             (Body::Keys { job }, _) => {
                 let (job, name) = (job.clone(), name());

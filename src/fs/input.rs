@@ -10,6 +10,7 @@ use crate::policy::{check_shell_input, Verdict};
 use crate::supervisor::terminal::KeysError;
 use crate::supervisor::{Input, InputError, Job};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Why a write to a command's input failed, for the writer's errno and, once, the log.
 pub(super) fn input_error(name: &str, file: &str, errno: i32, why: &str) -> Error {
@@ -49,22 +50,32 @@ fn running_input<'a>(name: &str, file: &str, job: &'a Job) -> FsResult<&'a Input
 impl Tree {
     /// A write to `stdin`. For a shell, everything given so far plus this write is
     /// checked as one script first; `script` stays locked until the write is delivered,
-    /// so two writers cannot slip a command between check and delivery.
+    /// so two writers cannot slip a command between check and delivery. `script` holds
+    /// only what was delivered: a refused write is not in it, as the shell never saw it.
+    /// Once a write through a handle is refused (`refused`, the handle's), every later
+    /// write through it is too: a writer that writes line by line (a shell's `printf`)
+    /// must not have the rest of a refused text run without its start.
     pub(super) fn write_input(
         &self,
         name: &str,
         job: &Job,
         script: Option<&Mutex<Vec<u8>>>,
+        refused: &AtomicBool,
         data: &[u8],
     ) -> FsResult<Write> {
         let input = running_input(name, "stdin", job)?;
         let mut given = script.map(Mutex::lock);
+        if given.is_some() && refused.load(Ordering::SeqCst) {
+            let why = "not delivered: an earlier write through this open file was refused";
+            return Err(input_error(name, "stdin", libc::EPERM, why));
+        }
         if let Some(given) = &given {
             if given.len() + data.len() > MAX_COMMAND {
                 let why = format!(
                     "a shell's input is checked as one script of at most {MAX_COMMAND} bytes, \
                      and this write would pass that; run a script file instead"
                 );
+                refused.store(true, Ordering::SeqCst);
                 return Err(input_error(name, "stdin", libc::EFBIG, &why));
             }
             let mut whole = Vec::with_capacity(given.len() + data.len());
@@ -80,6 +91,7 @@ impl Tree {
                     reason: Some(reason.clone()),
                 });
                 self.perform(effects);
+                refused.store(true, Ordering::SeqCst);
                 let why = format!("not delivered: {reason}");
                 return Err(input_error(name, "stdin", libc::EPERM, &why));
             }

@@ -106,14 +106,44 @@ fn a_shell_is_given_only_what_passes_as_one_script() {
 }
 
 #[test]
+fn a_refused_write_refuses_every_later_write_through_its_handle() {
+    let rig = Rig::new();
+    let dir = rig.run("sh", "#terminalfs stdin\nsh");
+    let ino = rig.found(dir, "stdin").expect("stdin").ino;
+    let fh = rig.tree.open(ino, W).expect("open").fh;
+    // A text written line by line: once its first line is refused, the rest is too.
+    let lines = ["cat <<X | sudo sh\n", "echo body\n", "X\n"];
+    for line in lines {
+        assert_eq!(
+            errno(rig.tree.write(fh, 0, line.as_bytes())),
+            libc::EPERM,
+            "{line:?}"
+        );
+    }
+    rig.tree.release(fh);
+    assert_eq!(rig.given("sh"), "");
+    // The refused text is not part of the script: another open is checked with what
+    // the shell was given.
+    done(rig.append_to(dir, "stdin", "echo fine\n"));
+    assert_eq!(rig.given("sh"), "echo fine\n");
+}
+
+#[test]
 fn input_files_say_why_they_are_missing() {
     let rig = Rig::new();
     let plain = rig.run("plain", "sleep 100");
     let create = |dir: u64, file: &str| rig.tree.create(dir, file.as_bytes(), W);
     assert_eq!(errno(create(plain, "stdin")), libc::EACCES);
     assert_eq!(errno(create(plain, "keys")), libc::ENOTTY);
+    // Only a command that has a stdin is pointed to it.
+    let why =
+        |result: FsResult<(Attr, super::types::Opened)>| result.err().unwrap().reason.into_owned();
+    let no_stdin = why(create(plain, "keys"));
+    assert!(!no_stdin.contains("stdin"), "{no_stdin}");
     let piped = rig.run("piped", "#terminalfs stdin\ncat");
     assert_eq!(errno(create(piped, "keys")), libc::ENOTTY);
+    let to_stdin = why(create(piped, "keys"));
+    assert!(to_stdin.contains("write raw input to stdin"), "{to_stdin}");
     rig.fake.finish("piped", 0);
     assert!(!rig.ls(piped).contains(&"stdin".to_string()));
     assert_eq!(errno(create(piped, "stdin")), libc::EPIPE);
@@ -122,9 +152,21 @@ fn input_files_say_why_they_are_missing() {
 #[test]
 fn a_shell_on_a_terminal_is_refused_while_rules_are_in_force() {
     let rig = Rig::new();
-    rig.submit("bash", "#terminalfs tty\nbash")
-        .expect("written");
+    // The close fails, as for any other refusal.
+    assert_eq!(
+        errno(rig.submit("bash", "#terminalfs tty\nbash")),
+        libc::EPERM
+    );
     assert_eq!(rig.read("bash", "status"), "denied\n");
     assert!(rig.read("bash", "reason").contains("cannot be checked"));
     assert_eq!(rig.fake.spawns(), 0);
+    // A write is refused only when no more text can make it something else.
+    let fh = rig.create("c").expect("created");
+    rig.write(fh, 0, "#terminalfs tty\nbash -c ")
+        .expect("not judged yet");
+    rig.write(fh, 0, "'echo hi'\n")
+        .expect("no shell reads the terminal");
+    rig.tree.flush(fh).expect("accepted");
+    rig.tree.release(fh);
+    assert_ne!(rig.read("c", "status"), "denied\n");
 }

@@ -408,10 +408,12 @@ pub fn skill(site: &Site) -> String {
          ## Answer prompts, drive a REPL or an editor\n\n\
          A first line `#terminalfs stdin` gives the command a standard input: while it runs, \
          every write to `cmd/<name>/stdin` reaches it, in order; `rm cmd/<name>/stdin` closes \
-         it (end of file).\n\n\
+         it (end of file). The answer comes when the program writes it, a moment after your \
+         write returns: wait for what you expect.\n\n\
          ```sh\n\
          printf '#terminalfs stdin\\npython3 -i -q\\n' > {m}/ctl/py\n\
          echo 'print(6*7)' >> {m}/cmd/py/stdin\n\
+         for i in $(seq 100); do grep -q 42 {m}/cmd/py/stdout && break; sleep 0.1; done\n\
          cat {m}/cmd/py/stdout\n\
          rm {m}/cmd/py/stdin\n\
          ```\n\n\
@@ -425,6 +427,7 @@ pub fn skill(site: &Site) -> String {
          ready may be lost, as on any terminal.\n\n\
          ```sh\n\
          printf '#terminalfs tty=80x24\\nvi notes.txt\\n' > {m}/ctl/edit\n\
+         for i in $(seq 100); do grep -q notes.txt {m}/cmd/edit/screen && break; sleep 0.1; done\n\
          cat {m}/cmd/edit/screen\n\
          echo \"i 'first line' Escape : w q Enter\" > {m}/cmd/edit/keys\n\
          cat {m}/cmd/edit/wait\n\
@@ -434,10 +437,13 @@ pub fn skill(site: &Site) -> String {
          - `C-c` interrupts the program's whole process group, the shell around it included; \
          start it with `exec` (`exec python3 -i`) to keep the shell out of the way.\n\
          - Writes to a shell's `stdin` are checked by the deny list as one script; a refused \
-         write fails with \"Operation not permitted\" and is not delivered. A shell on a \
-         terminal is refused while any rule is in force.\n\
-         - A write that finds the input full waits up to {wait} seconds, then fails with \
-         \"Resource temporarily unavailable\"; a write after the command stopped fails with \
+         write fails with \"Operation not permitted\" and is not delivered, and so does \
+         every later write through the same open file. A shell on a terminal is refused \
+         while any rule is in force.\n\
+         - A write delivers what fits and returns that count (a short write: `cat`, `dd` and \
+         shells write the rest). A write that finds the input full waits up to {wait} \
+         seconds, then fails with \"Resource temporarily unavailable\", having delivered \
+         nothing of itself; a write after the command stopped fails with \
          \"Broken pipe\".\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \

@@ -198,10 +198,12 @@ pub(super) enum Body {
         written: std::sync::atomic::AtomicBool,
     },
     /// A writer of `stdin`. `script` holds what a shell has been given so far, which
-    /// each write is checked with; None when the program is not a shell.
+    /// each write is checked with; None when the program is not a shell. `refused` is
+    /// set by this handle's first refused write, and refuses every later one.
     Input {
         job: Arc<Job>,
         script: Option<Arc<Mutex<Vec<u8>>>>,
+        refused: Arc<std::sync::atomic::AtomicBool>,
     },
     /// A writer of `keys`.
     Keys {

@@ -33,6 +33,10 @@ pub enum Stdin {
 /// The most bytes waiting for a terminal to take them.
 const MAX_BACKLOG: usize = 256 * 1024;
 
+/// Why `keys` fails for a command that has no terminal.
+pub const KEYS_NEED_A_TERMINAL: &str =
+    "keys need a terminal: start the command with '#terminalfs tty'";
+
 /// Why input was not taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputError {
@@ -60,11 +64,12 @@ impl std::fmt::Display for InputError {
                 "nothing reads this input any more: the command has stopped or closed it"
             ),
             InputError::Keys(error) => write!(f, "{error}"),
-            InputError::NotTerminal => write!(
-                f,
-                "keys need a terminal: start the command with '#terminalfs tty'; write raw \
-                 input to stdin instead"
-            ),
+            InputError::NotTerminal => {
+                write!(
+                    f,
+                    "{KEYS_NEED_A_TERMINAL}; write raw input to stdin instead"
+                )
+            }
             InputError::TerminalNotClosable => write!(
                 f,
                 "a terminal cannot be closed from its input side: send C-d through keys for \

@@ -25,7 +25,7 @@ pub mod terminal;
 mod timer;
 mod writable;
 
-pub use input::{Input, InputError, Stdin};
+pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
 pub use job::{Job, JobSnapshot, Phase, Stream, StreamBytes};
