@@ -302,3 +302,33 @@ fn refused_names_leave_their_reason_in_ctl_index() {
         "{page}"
     );
 }
+
+#[test]
+fn refused_renames_leave_their_reason_in_ctl_index() {
+    // A long settle keeps the draft a draft however slow the machine is.
+    let mount = Mount::with_args(&["--settle", "10m"]);
+    mount.run("late", "true");
+    // A draft renamed onto a command's name, and onto a name no command can have.
+    let taken = mount.sh("printf true > \"$M/ctl/a.tmp\" && mv \"$M/ctl/a.tmp\" \"$M/ctl/late\"");
+    assert!(!taken.status.success());
+    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.a"));
+    assert_eq!(errno_of(bad), Some(libc::EINVAL));
+    let page = mount.read("ctl/index.md");
+    let mut listed: Vec<&str> = page
+        .lines()
+        .skip_while(|line| *line != "## Names refused lately")
+        .filter_map(|line| line.strip_prefix("- 20"))
+        .map(|line| line.split_once(' ').unwrap().1)
+        .collect();
+    // mv may try the same rename twice (renameat2, then rename).
+    listed.dedup();
+    assert_eq!(
+        listed,
+        [
+            "`a.tmp -> .a`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not \
+             start with a dot",
+            "`a.tmp -> late`: `late` is taken by a draft or a command",
+        ],
+        "{page}"
+    );
+}

@@ -80,7 +80,6 @@ fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
     Ok(())
 }
 
-/// A name for a new draft, checked; `reserved` is the errno for `index.md`.
 /// How many refused names `ctl/index.md` lists.
 const REFUSALS_KEPT: usize = 10;
 
@@ -95,6 +94,7 @@ fn note_refusal(state: &mut State, name: &str, why: &str) {
         .push_back((SystemTime::now(), name.to_string(), why.to_string()));
 }
 
+/// A name for a new draft, checked; `reserved` is the errno for `index.md`.
 fn new_name_of(name: &[u8], reserved: i32) -> FsResult<String> {
     match names::check_name(name) {
         Ok(name) => Ok(name.to_string()),
@@ -687,21 +687,35 @@ impl Tree {
                 "only drafts in ctl/ can be renamed",
             ));
         }
+        // Every refusal from here on concerns names in ctl/: ctl/index.md lists it.
+        let refused = |state: &mut State, error: Error| {
+            let shown = format!(
+                "{} -> {}",
+                String::from_utf8_lossy(name),
+                String::from_utf8_lossy(new_name)
+            );
+            note_refusal(state, &shown, &error.reason);
+            Err(error)
+        };
         if name == b"index.md" || new_name == b"index.md" {
-            return Err(Error::new(libc::EPERM, "index.md is the directory's page"));
+            let error = Error::new(libc::EPERM, "index.md is the directory's page");
+            return refused(&mut state, error);
         }
+        // A source that is no draft never gets here: the kernel's lookup answers ENOENT.
         let (old, id) = named(&state.ctl, name, "no draft of that name")?;
-        let new = new_name_of(new_name, libc::EPERM)?;
+        let old = old.to_string();
+        let new = match new_name_of(new_name, libc::EPERM) {
+            Ok(new) => new,
+            Err(error) => return refused(&mut state, error),
+        };
         if new == old {
             return Ok(());
         }
         if state.ctl.contains_key(&new) || state.cmd.contains_key(&new) {
-            return Err(Error::new(
-                libc::EEXIST,
-                "a draft or command of that name exists",
-            ));
+            let why = format!("`{new}` is taken by a draft or a command");
+            return refused(&mut state, Error::new(libc::EEXIST, why));
         }
-        state.ctl.remove(old);
+        state.ctl.remove(old.as_str());
         state.ctl.insert(new.clone(), id);
         if let Some(draft) = state.draft_mut(id) {
             draft.name = new;

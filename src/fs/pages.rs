@@ -195,7 +195,8 @@ pub fn ctl_index(
          - `#terminalfs stdin` at the top gives it a standard input fed by writes to \
            `cmd/<name>/stdin`; `#terminalfs tty` (or `tty=COLSxROWS`) runs it on a \
            terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill).\n\
-         - Write to `ctl/<name>.tmp` and `mv` it to `ctl/<name>` to decide the name last.\n\
+         - Write to `ctl/<name>.tmp` and `mv` it to `ctl/<name>` at once, in the same \
+           shell line: a draft starts under its own name once {settle} have passed.\n\
          - A write that the deny list refuses fails with \"Operation not permitted\"; \
            `cmd/<name>/reason` says which rule refused it.\n\
          - `rm ctl/<name>` gives back a name that has not run yet.\n\
