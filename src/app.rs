@@ -245,33 +245,8 @@ fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<i32> {
 /// (a mount helper, a command) must not hold the writer, or the waiting parent would
 /// see no end of file while that process lives.
 fn readiness_pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills two descriptors we own, both close-on-exec from the start.
-    #[cfg(target_os = "linux")]
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    // SAFETY: pipe fills two descriptors we own; the driver runs no other thread yet,
-    // so nothing can fork between pipe and fcntl.
-    #[cfg(not(target_os = "linux"))]
-    let rc = unsafe {
-        let rc = libc::pipe(fds.as_mut_ptr());
-        if rc == 0 {
-            libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
-            libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-        rc
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and belong to nobody else.
-    let (reader, writer) = unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    };
-    Ok((reader, writer))
+    let (reader, writer) = crate::supervisor::pipe()?;
+    Ok((reader.into(), writer.into()))
 }
 
 /// Under --daemon: fork now; the parent returns only once the child reports that the

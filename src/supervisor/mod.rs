@@ -29,6 +29,7 @@ pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
 pub use job::{Job, JobSnapshot, Phase, Stream, StreamBytes};
+pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
 use crate::supervisor::capture::{Capture, Registry};
