@@ -7,8 +7,8 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::Mount;
-use std::io::{BufRead, BufReader, Read};
+use common::{read_rate, Mount};
+use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const GIB: u64 = 1 << 30;
@@ -22,22 +22,6 @@ fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let index = ((values.len() as f64 - 1.0) * p).round() as usize;
     values[index]
-}
-
-/// Reads a file to the end with 1 MiB reads; returns MiB/s.
-fn read_rate(path: &std::path::Path) -> f64 {
-    let mut file = std::fs::File::open(path).unwrap();
-    let mut buffer = vec![0u8; 1 << 20];
-    let started = Instant::now();
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buffer).unwrap();
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-    }
-    total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
 }
 
 fn throughput() {

@@ -7,8 +7,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{status_kib, wait_until, Mount};
-use std::io::Read;
+use common::{read_rate, status_kib, wait_until, Mount};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -18,22 +17,6 @@ const GIB: u64 = 1 << 30;
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
     values[values.len() / 2]
-}
-
-/// Reads a file to the end with 1 MiB reads; returns MiB/s.
-fn read_rate(path: &std::path::Path) -> f64 {
-    let mut file = std::fs::File::open(path).unwrap();
-    let mut buffer = vec![0u8; 1 << 20];
-    let started = Instant::now();
-    let mut total = 0u64;
-    loop {
-        let n = file.read(&mut buffer).unwrap();
-        if n == 0 {
-            break;
-        }
-        total += n as u64;
-    }
-    total as f64 / MIB / started.elapsed().as_secs_f64()
 }
 
 fn rss_while_printing() {

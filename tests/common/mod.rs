@@ -514,3 +514,20 @@ pub fn succeeded(out: &Output) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Reads a file to the end with 1 MiB reads; returns MiB/s (for the benches).
+pub fn read_rate(path: &Path) -> f64 {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut buffer = vec![0u8; 1 << 20];
+    let started = Instant::now();
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
+}
