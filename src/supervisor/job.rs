@@ -55,6 +55,20 @@ pub struct Exit {
     pub max_rss_source: String,
 }
 
+impl Exit {
+    /// The account of a shell that never ran (or whose end was never seen): -1, no usage.
+    fn never_ran() -> Exit {
+        Exit {
+            code: -1,
+            signal: None,
+            user_ms: 0,
+            sys_ms: 0,
+            max_rss_kib: 0,
+            max_rss_source: String::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Phase {
     /// Made; its shell is not started yet.
@@ -203,14 +217,7 @@ impl Job {
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             state: Mutex::new(State {
-                phase: Phase::Stopped(exit.unwrap_or(Exit {
-                    code: -1,
-                    signal: None,
-                    user_ms: 0,
-                    sys_ms: 0,
-                    max_rss_kib: 0,
-                    max_rss_source: String::new(),
-                })),
+                phase: Phase::Stopped(exit.unwrap_or_else(Exit::never_ran)),
                 pid: meta["pid"].as_i64().map(|p| p as i32),
                 capture,
                 started_at,
@@ -334,14 +341,7 @@ impl Job {
         let mut state = self.state.lock();
         state.capture.append(Stream::Stderr, message.as_bytes());
         state.open_pipes = 0;
-        state.phase = Phase::Stopped(Exit {
-            code: -1,
-            signal: None,
-            user_ms: 0,
-            sys_ms: 0,
-            max_rss_kib: 0,
-            max_rss_source: String::new(),
-        });
+        state.phase = Phase::Stopped(Exit::never_ran());
         let now = SystemTime::now();
         state.started_at = Some(now);
         state.finished_at = Some(now);
