@@ -229,6 +229,12 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
             mount.read(&format!("cmd/{name}/stdout")),
             format!("ready\ngot {signal}\n")
         );
+        // It handled the signal and chose its own exit: nobody killed it.
+        let result: serde_json::Value =
+            serde_json::from_str(&mount.read(&format!("cmd/{name}/result.json"))).unwrap();
+        assert_eq!(result["killed"], false, "{name}");
+        assert_eq!(result["reason"], serde_json::Value::Null, "{name}");
+        assert!(!mount.p(&format!("cmd/{name}/reason")).exists());
     }
     // To the whole command: a child in the background gets it too.
     std::fs::write(
@@ -252,6 +258,23 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
     mount.ok("cat $M/cmd/hup/pid >/dev/null; echo HUP > $M/cmd/hup/kill");
     assert_eq!(mount.wait("hup"), "error\n");
     assert_eq!(mount.read("cmd/hup/exitcode"), "129\n");
+    // A signal it dies of is a kill, and `reason` names it.
+    std::fs::write(mount.p("ctl/nine"), "sleep 600").unwrap();
+    mount.ok("cat $M/cmd/nine/pid >/dev/null; echo KILL > $M/cmd/nine/kill");
+    assert_eq!(mount.wait("nine"), "error\n");
+    assert_eq!(mount.read("cmd/nine/exitcode"), "137\n");
+    for (name, signal) in [("hup", "SIGHUP"), ("nine", "SIGKILL")] {
+        let result: serde_json::Value =
+            serde_json::from_str(&mount.read(&format!("cmd/{name}/result.json"))).unwrap();
+        let said = format!("killed: it died of {signal}, written to its kill file");
+        assert_eq!(result["killed"], true, "{name}");
+        assert_eq!(result["timed_out"], false, "{name}");
+        assert_eq!(result["reason"], said.as_str(), "{name}");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/reason")),
+            format!("{said}\n")
+        );
+    }
 }
 
 #[test]

@@ -9,7 +9,6 @@
 
 use super::state::{Command, Run, State};
 use crate::policy::audit::rfc3339;
-use crate::supervisor::Phase;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
 
@@ -30,21 +29,21 @@ fn word_of(command: &Command) -> Option<(String, SystemTime)> {
         Run::Denied { .. } => Some(("denied".to_string(), command.created)),
         Run::Starting => None,
         Run::Job(job) => {
-            let snapshot = job.snapshot();
-            Some(match &snapshot.phase {
-                Phase::Stopped(exit) => {
-                    let word = if job.outcome() == Some(true) {
+            let life = job.life();
+            Some(match life.exit() {
+                Some(exit) => {
+                    let word = if life.outcome() == Some(true) {
                         "completed"
                     } else {
                         "error"
                     };
-                    let at = snapshot.finished_at.unwrap_or_else(SystemTime::now);
+                    let at = life.finished_at().unwrap_or_else(SystemTime::now);
                     (format!("{word} {}", exit.code), at)
                 }
-                _ if job.is_paused() => ("paused".to_string(), SystemTime::now()),
-                _ => (
+                None if life.is_paused() => ("paused".to_string(), SystemTime::now()),
+                None => (
                     "running".to_string(),
-                    snapshot.started_at.unwrap_or_else(SystemTime::now),
+                    life.started_at().unwrap_or_else(SystemTime::now),
                 ),
             })
         }

@@ -6,7 +6,6 @@ use super::pages;
 use super::state::State;
 use super::types::Kind;
 use super::Tree;
-use crate::supervisor::Phase;
 
 /// The fixed children of a fixed directory: (name, inode, kind).
 pub(super) type Children = &'static [(&'static str, u64, Kind)];
@@ -101,14 +100,10 @@ impl Tree {
                             super::state::Run::Starting => (None, None, None, 0, 0),
                             super::state::Run::Job(job) => {
                                 let s = job.snapshot();
-                                let code = match s.phase {
-                                    Phase::Stopped(exit) => Some(exit.code),
-                                    Phase::Starting | Phase::Running { .. } => None,
-                                };
                                 (
-                                    code,
-                                    s.started_at,
-                                    s.duration,
+                                    s.life.exit().map(|exit| exit.code),
+                                    s.life.started_at(),
+                                    s.life.duration(),
                                     s.stdout.kept + s.stderr.kept,
                                     s.stdout.dropped + s.stderr.dropped,
                                 )

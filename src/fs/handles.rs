@@ -28,7 +28,7 @@ pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
         Stream::Output => Slot::Output,
     };
     let size = view.view.size(&job, view.stream);
-    let mtime = job.snapshot().finished_at.unwrap_or(view.created);
+    let mtime = job.life().finished_at().unwrap_or(view.created);
     Ok(Attr::new(
         names::file_ino(id, slot),
         Kind::File,
@@ -45,17 +45,7 @@ const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
 /// those a command may be sent; any other text stops the command. Names are upper
 /// case only, so `echo stop > kill` stops the command rather than pausing it.
 fn signal_named(data: &[u8]) -> Option<i32> {
-    const SIGNALS: [(&str, i32); 9] = [
-        ("HUP", libc::SIGHUP),
-        ("INT", libc::SIGINT),
-        ("QUIT", libc::SIGQUIT),
-        ("KILL", libc::SIGKILL),
-        ("USR1", libc::SIGUSR1),
-        ("USR2", libc::SIGUSR2),
-        ("TERM", libc::SIGTERM),
-        ("CONT", libc::SIGCONT),
-        ("STOP", libc::SIGSTOP),
-    ];
+    use crate::supervisor::SIGNALS;
     let text = std::str::from_utf8(data).ok()?.trim();
     if let Ok(number) = text.parse::<i32>() {
         return SIGNALS.iter().find(|(_, n)| *n == number).map(|(_, n)| *n);

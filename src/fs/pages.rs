@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::policy::audit::rfc3339;
-use crate::supervisor::{JobSnapshot, Phase, StreamBytes};
+use crate::supervisor::{JobSnapshot, StreamBytes};
 use crate::units::format_duration;
 
 /// Facts every page may mention.
@@ -477,10 +477,8 @@ pub fn wait_answer(stopped: Option<bool>) -> &'static [u8] {
 /// `result.json` for a job: every field known so far.
 pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str) -> Vec<u8> {
     use serde_json::json;
-    let exit = match &snapshot.phase {
-        Phase::Stopped(exit) => Some(exit.clone()),
-        Phase::Starting | Phase::Running { .. } => None,
-    };
+    let life = &snapshot.life;
+    let exit = life.exit();
     let stream = |bytes: StreamBytes| json!({ "bytes": bytes.bytes, "kept": bytes.kept, "dropped": bytes.dropped });
     let value = json!({
         "name": name,
@@ -488,10 +486,10 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "status": status,
         "exitcode": exit.as_ref().map(|e| e.code),
         "signal": exit.as_ref().and_then(|e| e.signal),
-        "pid": snapshot.pid,
-        "started_at": snapshot.started_at.map(rfc3339),
-        "finished_at": snapshot.finished_at.map(rfc3339),
-        "duration_ms": snapshot.duration.map(|d| d.as_millis() as u64),
+        "pid": life.pid(),
+        "started_at": life.started_at().map(rfc3339),
+        "finished_at": life.finished_at().map(rfc3339),
+        "duration_ms": life.duration().map(|d| d.as_millis() as u64),
         "user_ms": exit.as_ref().map(|e| e.user_ms),
         "sys_ms": exit.as_ref().map(|e| e.sys_ms),
         "max_rss_kib": exit.as_ref().map(|e| e.max_rss_kib),
@@ -502,9 +500,9 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "stdout": stream(snapshot.stdout),
         "stderr": stream(snapshot.stderr),
         "output": stream(snapshot.output),
-        "timed_out": snapshot.timed_out,
-        "killed": snapshot.killed,
-        "reason": snapshot.reason,
+        "timed_out": life.timed_out(),
+        "killed": life.killed(),
+        "reason": life.reason(),
         "containment": snapshot.containment,
         "memory_limit": snapshot.memory_limit,
         "terminal": snapshot.terminal.map(|(size, (row, col))| json!({

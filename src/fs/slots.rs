@@ -7,7 +7,7 @@ use super::pages;
 use super::state::{Command, Run};
 use super::types::{Attr, Kind};
 use super::view::View;
-use crate::supervisor::{JobSnapshot, Phase, Stream};
+use crate::supervisor::{JobSnapshot, Stream};
 use std::time::SystemTime;
 
 /// When a file shows in its command's directory.
@@ -196,24 +196,18 @@ fn status(facts: &Facts) -> Option<Vec<u8>> {
 }
 
 fn pid(facts: &Facts) -> Option<Vec<u8>> {
-    match facts.snapshot.as_ref()?.phase {
-        Phase::Running { pid } => line(pid),
-        Phase::Starting | Phase::Stopped(_) => None,
-    }
+    line(facts.snapshot.as_ref()?.life.running_pid()?)
 }
 
 fn exitcode(facts: &Facts) -> Option<Vec<u8>> {
-    match &facts.snapshot.as_ref()?.phase {
-        Phase::Stopped(exit) => line(exit.code),
-        Phase::Starting | Phase::Running { .. } => None,
-    }
+    line(facts.snapshot.as_ref()?.life.exit()?.code)
 }
 
 fn reason(facts: &Facts) -> Option<Vec<u8>> {
     match facts.run {
         Run::Denied { reason, .. } => line(reason),
         Run::Starting => None,
-        Run::Job(_) => facts.snapshot.as_ref()?.reason.as_ref().and_then(line),
+        Run::Job(_) => line(facts.snapshot.as_ref()?.life.reason()?),
     }
 }
 
@@ -241,12 +235,8 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
         // Nobody should look: lookups under it wait for its job.
         Run::Starting => (true, false, false),
         Run::Job(job) => {
-            let snapshot = job.snapshot();
-            (
-                false,
-                !matches!(snapshot.phase, Phase::Stopped(_)),
-                snapshot.reason.is_some(),
-            )
+            let life = job.life();
+            (false, life.is_running(), life.reason().is_some())
         }
     };
     let input = match &command.run {
@@ -295,7 +285,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
         (How::Follow | How::Wait | How::Kill | How::Input | How::Keys, _) => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
             let size = View::whole().size(job, stream);
-            let mtime = job.snapshot().finished_at.unwrap_or_else(SystemTime::now);
+            let mtime = job.life().finished_at().unwrap_or_else(SystemTime::now);
             (size, mtime)
         }
         _ => (

@@ -111,12 +111,15 @@ impl Run {
         match self {
             Run::Denied { .. } => "denied",
             Run::Starting => "running",
-            Run::Job(job) => match job.outcome() {
-                None if job.is_paused() => "paused",
-                None => "running",
-                Some(true) => "completed",
-                Some(false) => "error",
-            },
+            Run::Job(job) => {
+                let life = job.life();
+                match life.outcome() {
+                    None if life.is_paused() => "paused",
+                    None => "running",
+                    Some(true) => "completed",
+                    Some(false) => "error",
+                }
+            }
         }
     }
 }

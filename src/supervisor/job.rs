@@ -69,27 +69,213 @@ impl Exit {
     }
 }
 
+/// A shell that was spawned and has not been reaped yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shell {
+    /// Its pid, which is also its process group id.
+    pub pid: i32,
+    pub started_at: SystemTime,
+    since: Instant,
+    /// A STOP was sent and no CONT since.
+    pub paused: bool,
+}
+
+/// Why the driver stopped a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    /// Made; its shell is not started yet.
+pub enum Stop {
+    /// A kill (a write to `kill`, its removal): the sentence says which.
+    Kill(String),
+    /// Its time limit was reached: the sentence names the limit.
+    Timeout(String),
+    /// The driver shut down while it ran.
+    Shutdown,
+    /// It died of this signal, written to its `kill` file by name or number.
+    Signal(i32),
+}
+
+impl Stop {
+    /// The sentence of `reason`.
+    pub fn sentence(&self) -> String {
+        match self {
+            Stop::Kill(why) | Stop::Timeout(why) => why.clone(),
+            Stop::Shutdown => "stopped because terminalfs shut down".to_string(),
+            Stop::Signal(signal) => format!(
+                "killed: it died of {}, written to its kill file",
+                super::signal_name(*signal)
+            ),
+        }
+    }
+}
+
+/// How a command's shell came to an end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// On its own. `note` explains a failure a memory limit in force probably caused
+    /// (or, read back at a restart, whatever reason the record gave).
+    Exited { note: Option<String> },
+    /// The driver stopped it.
+    Stopped(Stop),
+    /// Its shell never ran; the sentence says why.
+    NotStarted(String),
+    /// It still ran when an earlier driver stopped (read back at a restart); `killed`
+    /// when that driver stopped it on its way out.
+    Interrupted { killed: bool },
+}
+
+/// A command's shell once it is over: the facts of its whole run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    pub pid: Option<i32>,
+    pub started_at: Option<SystemTime>,
+    pub finished_at: Option<SystemTime>,
+    pub duration: Option<Duration>,
+    pub exit: Exit,
+    pub end: End,
+}
+
+/// A job's life. Each stage holds exactly what is known in it, so no stage can carry
+/// facts of another (a pid before the spawn, a kill reason on a job nobody stopped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Life {
+    /// Made; its shell is not spawned yet.
     Starting,
-    /// Spawned; `pid` is the shell and also the process group id.
-    Running { pid: i32 },
-    /// The shell has been reaped (or never started).
-    Stopped(Exit),
+    /// Its shell runs. `signalled`: the last signal written to `kill` (other than
+    /// STOP and CONT), which says why it ended if it dies of it.
+    Running {
+        shell: Shell,
+        signalled: Option<i32>,
+    },
+    /// Its shell runs, and the driver has begun to stop it: TERM sent, KILL after the
+    /// grace. The first reason stands.
+    Stopping { shell: Shell, why: Stop },
+    /// Its shell has been reaped, or never ran.
+    Done(Done),
+}
+
+impl Life {
+    /// True until the shell has been reaped (or failed to start).
+    pub fn is_running(&self) -> bool {
+        !matches!(self, Life::Done(_))
+    }
+
+    fn shell(&self) -> Option<&Shell> {
+        match self {
+            Life::Running { shell, .. } | Life::Stopping { shell, .. } => Some(shell),
+            Life::Starting | Life::Done(_) => None,
+        }
+    }
+
+    /// The running shell's pid.
+    pub fn running_pid(&self) -> Option<i32> {
+        self.shell().map(|shell| shell.pid)
+    }
+
+    /// The shell's pid, running or not (None before the spawn).
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Life::Done(done) => done.pid,
+            _ => self.running_pid(),
+        }
+    }
+
+    pub fn exit(&self) -> Option<&Exit> {
+        match self {
+            Life::Done(done) => Some(&done.exit),
+            _ => None,
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.shell().is_some_and(|shell| shell.paused)
+    }
+
+    pub fn started_at(&self) -> Option<SystemTime> {
+        match self {
+            Life::Done(done) => done.started_at,
+            _ => self.shell().map(|shell| shell.started_at),
+        }
+    }
+
+    pub fn finished_at(&self) -> Option<SystemTime> {
+        match self {
+            Life::Done(done) => done.finished_at,
+            _ => None,
+        }
+    }
+
+    /// How long it ran, or has run so far.
+    pub fn duration(&self) -> Option<Duration> {
+        match self {
+            Life::Done(done) => done.duration,
+            _ => self.shell().map(|shell| shell.since.elapsed()),
+        }
+    }
+
+    /// Why the driver stopped it (or is stopping it), if it did.
+    fn stop(&self) -> Option<&Stop> {
+        match self {
+            Life::Stopping { why, .. } => Some(why),
+            Life::Done(Done {
+                end: End::Stopped(why),
+                ..
+            }) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Stopped (or being stopped) by a kill, a time limit, a signal it died of or the
+    /// driver's shutdown.
+    pub fn killed(&self) -> bool {
+        match self {
+            Life::Done(Done {
+                end: End::Interrupted { killed },
+                ..
+            }) => *killed,
+            _ => self.stop().is_some(),
+        }
+    }
+
+    pub fn timed_out(&self) -> bool {
+        matches!(self.stop(), Some(Stop::Timeout(_)))
+    }
+
+    /// It did not get to finish because the driver stopped, whatever its exit code.
+    pub fn interrupted(&self) -> bool {
+        matches!(
+            self,
+            Life::Done(Done {
+                end: End::Interrupted { .. },
+                ..
+            })
+        ) || matches!(self.stop(), Some(Stop::Shutdown))
+    }
+
+    /// The sentence of `reason`, if it has one.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            Life::Starting | Life::Running { .. } => None,
+            Life::Stopping { why, .. } => Some(why.sentence()),
+            Life::Done(done) => match &done.end {
+                End::Exited { note } => note.clone(),
+                End::Stopped(why) => Some(why.sentence()),
+                End::NotStarted(why) => Some(why.clone()),
+                End::Interrupted { .. } => Some(DRIVER_STOPPED.to_string()),
+            },
+        }
+    }
+
+    /// None while the shell runs; then whether it succeeded: exit 0 and not stopped
+    /// by the driver.
+    pub fn outcome(&self) -> Option<bool> {
+        let exit = self.exit()?;
+        Some(exit.code == 0 && !self.killed() && !self.interrupted())
+    }
 }
 
 /// A copy of everything about a job except its output bytes.
 #[derive(Debug, Clone)]
 pub struct JobSnapshot {
-    pub phase: Phase,
-    pub pid: Option<i32>,
-    pub started_at: Option<SystemTime>,
-    pub finished_at: Option<SystemTime>,
-    pub duration: Option<Duration>,
-    pub killed: bool,
-    pub timed_out: bool,
-    pub reason: Option<String>,
+    pub life: Life,
     pub stdout: StreamBytes,
     pub stderr: StreamBytes,
     pub output: StreamBytes,
@@ -102,23 +288,10 @@ pub struct JobSnapshot {
 }
 
 struct State {
-    phase: Phase,
-    pid: Option<i32>,
+    life: Life,
     capture: Capture,
-    started_at: Option<SystemTime>,
-    started: Option<Instant>,
-    finished_at: Option<SystemTime>,
-    duration: Option<Duration>,
-    killed: bool,
-    timed_out: bool,
-    reason: Option<String>,
     open_pipes: u8,
     kill_grace: Duration,
-    /// Stopped by the driver's shutdown (or found running after a crash): it did not
-    /// get to finish, whatever its exit code says.
-    interrupted: bool,
-    /// Stopped by a STOP written to `kill` and not continued since.
-    paused: bool,
 }
 
 pub struct Job {
@@ -157,21 +330,11 @@ impl Job {
             memory,
             input,
             state: Mutex::new(State {
-                phase: Phase::Starting,
-                pid: None,
+                life: Life::Starting,
                 capture,
-                started_at: None,
-                started: None,
-                finished_at: None,
-                duration: None,
-                killed: false,
-                timed_out: false,
-                reason: None,
                 // The pipes exist from the start; the pump counts them closed.
                 open_pipes,
                 kill_grace,
-                interrupted: false,
-                paused: false,
             }),
         }
     }
@@ -201,13 +364,21 @@ impl Job {
             max_rss_source: e["max_rss_source"].as_str().unwrap_or("").to_string(),
         });
         let interrupted = exit.is_none() || flag("interrupted");
+        let reason = meta["reason"].as_str().map(str::to_string);
+        // A signal it died of was saved as a kill with its sentence: it reads the same.
+        let end = if interrupted {
+            End::Interrupted {
+                killed: flag("killed"),
+            }
+        } else if flag("timed_out") {
+            End::Stopped(Stop::Timeout(reason.unwrap_or_default()))
+        } else if flag("killed") {
+            End::Stopped(Stop::Kill(reason.unwrap_or_default()))
+        } else {
+            End::Exited { note: reason }
+        };
         let started_at = time("started_at_ms");
         let finished_at = time("finished_at_ms").or(started_at);
-        let reason = if interrupted {
-            Some(DRIVER_STOPPED.to_string())
-        } else {
-            meta["reason"].as_str().map(str::to_string)
-        };
         capture.seal();
         let job = Job {
             id,
@@ -217,23 +388,20 @@ impl Job {
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             state: Mutex::new(State {
-                phase: Phase::Stopped(exit.unwrap_or_else(Exit::never_ran)),
-                pid: meta["pid"].as_i64().map(|p| p as i32),
+                life: Life::Done(Done {
+                    pid: meta["pid"].as_i64().map(|p| p as i32),
+                    started_at,
+                    finished_at,
+                    duration: meta["duration_ms"]
+                        .as_u64()
+                        .map(Duration::from_millis)
+                        .or_else(|| finished_at?.duration_since(started_at?).ok()),
+                    exit: exit.unwrap_or_else(Exit::never_ran),
+                    end,
+                }),
                 capture,
-                started_at,
-                started: None,
-                finished_at,
-                duration: meta["duration_ms"]
-                    .as_u64()
-                    .map(Duration::from_millis)
-                    .or_else(|| finished_at?.duration_since(started_at?).ok()),
-                killed: flag("killed"),
-                timed_out: flag("timed_out"),
-                reason,
                 open_pipes: 0,
                 kill_grace,
-                interrupted,
-                paused: false,
             }),
         };
         if interrupted {
@@ -250,9 +418,10 @@ impl Job {
             t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as u64)
         };
-        let exit = match &state.phase {
-            Phase::Starting | Phase::Running { .. } => Value::Null,
-            Phase::Stopped(exit) => json!({
+        let life = &state.life;
+        let exit = match life.exit() {
+            None => Value::Null,
+            Some(exit) => json!({
                 "code": exit.code,
                 "signal": exit.signal,
                 "user_ms": exit.user_ms,
@@ -263,15 +432,18 @@ impl Job {
         };
         json!({
             "name": self.name,
-            "pid": state.pid,
+            "pid": life.pid(),
             "exit": exit,
-            "started_at_ms": ms(state.started_at),
-            "finished_at_ms": ms(state.finished_at),
-            "duration_ms": state.duration.map(|d| d.as_millis() as u64),
-            "killed": state.killed,
-            "timed_out": state.timed_out,
-            "interrupted": state.interrupted,
-            "reason": state.reason,
+            "started_at_ms": ms(life.started_at()),
+            "finished_at_ms": ms(life.finished_at()),
+            "duration_ms": match life {
+                Life::Done(done) => done.duration.map(|d| d.as_millis() as u64),
+                _ => None,
+            },
+            "killed": life.killed(),
+            "timed_out": life.timed_out(),
+            "interrupted": life.interrupted(),
+            "reason": life.reason(),
             "containment": self.containment,
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
         })
@@ -280,7 +452,7 @@ impl Job {
     /// Saves the record; once the shell has stopped and no pipe is left open, the
     /// output is complete and its files are closed.
     fn save(&self, state: &mut State) {
-        if state.open_pipes == 0 && matches!(state.phase, Phase::Stopped(_)) {
+        if state.open_pipes == 0 && !state.life.is_running() {
             state.capture.seal();
         }
         state.capture.save(&self.record(state));
@@ -296,32 +468,13 @@ impl Job {
         self.state.lock().capture.store().evicted()
     }
 
-    /// The driver is stopping while the job runs: whatever happens next, it did not
-    /// finish on its own.
-    pub(crate) fn mark_interrupted(&self) {
-        let mut state = self.state.lock();
-        if matches!(state.phase, Phase::Running { .. }) {
-            state.interrupted = true;
-        }
-    }
-
     pub fn id(&self) -> u64 {
         self.id
     }
 
-    /// Whether the job runs but was paused (SIGSTOP) and not continued since.
-    pub fn is_paused(&self) -> bool {
-        let state = self.state.lock();
-        state.paused && matches!(state.phase, Phase::Running { .. })
-    }
-
-    /// Records a pause (SIGSTOP sent) or its end (SIGCONT sent); returns whether that
-    /// changed anything.
-    pub(crate) fn set_paused(&self, paused: bool) -> bool {
-        let mut state = self.state.lock();
-        let changed = state.paused != paused;
-        state.paused = paused;
-        changed
+    /// Where the job is in its life, and what is known of it so far.
+    pub fn life(&self) -> Life {
+        self.state.lock().life.clone()
     }
 
     pub(crate) fn kill_grace(&self) -> Duration {
@@ -330,10 +483,15 @@ impl Job {
 
     pub(crate) fn mark_started(&self, pid: i32, at: SystemTime, instant: Instant) {
         let mut state = self.state.lock();
-        state.phase = Phase::Running { pid };
-        state.pid = Some(pid);
-        state.started_at = Some(at);
-        state.started = Some(instant);
+        state.life = Life::Running {
+            shell: Shell {
+                pid,
+                started_at: at,
+                since: instant,
+                paused: false,
+            },
+            signalled: None,
+        };
         self.save(&mut state);
     }
 
@@ -341,17 +499,19 @@ impl Job {
         let mut state = self.state.lock();
         state.capture.append(Stream::Stderr, message.as_bytes());
         state.open_pipes = 0;
-        state.phase = Phase::Stopped(Exit::never_ran());
         let now = SystemTime::now();
-        state.started_at = Some(now);
-        state.finished_at = Some(now);
-        state.duration = Some(Duration::ZERO);
-        state.reason = Some(
-            message
-                .trim_end()
-                .trim_start_matches("terminalfs: ")
-                .to_string(),
-        );
+        let why = message
+            .trim_end()
+            .trim_start_matches("terminalfs: ")
+            .to_string();
+        state.life = Life::Done(Done {
+            pid: state.life.pid(),
+            started_at: Some(now),
+            finished_at: Some(now),
+            duration: Some(Duration::ZERO),
+            exit: Exit::never_ran(),
+            end: End::NotStarted(why),
+        });
         self.save(&mut state);
     }
 
@@ -373,19 +533,48 @@ impl Job {
     pub(crate) fn pipe_closed(&self) {
         let mut state = self.state.lock();
         state.open_pipes = state.open_pipes.saturating_sub(1);
-        if state.open_pipes == 0 && matches!(state.phase, Phase::Stopped(_)) {
+        if state.open_pipes == 0 && !state.life.is_running() {
             self.save(&mut state);
         }
     }
 
+    /// The shell has been reaped with `exit`. Why it ended: the stop the driver began,
+    /// a signal written to `kill` that it died of, or its own doing.
     pub(crate) fn mark_exited(&self, exit: Exit) {
         let mut state = self.state.lock();
-        state.finished_at = Some(SystemTime::now());
-        state.duration = state.started.map(|started| started.elapsed());
-        if state.reason.is_none() {
-            state.reason = self.memory_reason(&exit);
-        }
-        state.phase = Phase::Stopped(exit);
+        let (pid, started_at, since, end) = match &state.life {
+            Life::Starting => (None, None, None, None),
+            Life::Running { shell, signalled } => {
+                let died_of = signalled
+                    .filter(|&signal| exit.signal == Some(signal) || exit.code == 128 + signal);
+                let end = died_of.map(|signal| End::Stopped(Stop::Signal(signal)));
+                (
+                    Some(shell.pid),
+                    Some(shell.started_at),
+                    Some(shell.since),
+                    end,
+                )
+            }
+            Life::Stopping { shell, why } => (
+                Some(shell.pid),
+                Some(shell.started_at),
+                Some(shell.since),
+                Some(End::Stopped(why.clone())),
+            ),
+            // Reaped twice: the first account stands.
+            Life::Done(_) => return,
+        };
+        let end = end.unwrap_or_else(|| End::Exited {
+            note: self.memory_reason(&exit),
+        });
+        state.life = Life::Done(Done {
+            pid,
+            started_at,
+            finished_at: Some(SystemTime::now()),
+            duration: since.map(|since| since.elapsed()),
+            exit,
+            end,
+        });
         self.save(&mut state);
     }
 
@@ -428,29 +617,76 @@ impl Job {
         cgroup.remove()
     }
 
-    /// Records that the time limit was hit; false when the shell had already stopped.
-    pub(crate) fn mark_timed_out(&self, limit: Duration) -> bool {
+    /// Begins to stop the job for `why`: TERM to all of it, and CONT after it when it
+    /// was paused (a stopped process cannot act on its TERM). A job already being
+    /// stopped keeps its first reason; one whose shell has stopped records nothing,
+    /// but what it left running still gets the TERM. Returns whether a signal was sent.
+    pub(crate) fn stop(&self, why: Stop) -> bool {
         let mut state = self.state.lock();
-        if !matches!(state.phase, Phase::Running { .. }) {
+        self.stop_locked(&mut state, why)
+    }
+
+    fn stop_locked(&self, state: &mut State, why: Stop) -> bool {
+        let mut paused = false;
+        if let Life::Running { shell, .. } = &state.life {
+            let shell = Shell {
+                paused: false,
+                ..*shell
+            };
+            paused = std::mem::replace(&mut state.life, Life::Stopping { shell, why }).is_paused();
+        }
+        let sent = self.send(state, libc::SIGTERM);
+        if sent && paused {
+            self.send(state, libc::SIGCONT);
+        }
+        sent
+    }
+
+    /// Stops the job because it ran past `limit`; false (and nothing sent) unless its
+    /// shell was running and nobody had begun to stop it.
+    pub(crate) fn time_out(&self, limit: Duration) -> bool {
+        let mut state = self.state.lock();
+        if !matches!(state.life, Life::Running { .. }) {
             return false;
         }
-        state.timed_out = true;
-        state.killed = true;
-        state.reason = Some(format!(
+        let why = format!(
             "timed out: it ran longer than its limit of {} and was stopped",
             crate::units::format_duration(limit)
-        ));
-        true
+        );
+        self.stop_locked(&mut state, Stop::Timeout(why))
+    }
+
+    /// Sends `signal` (written to `kill`) to the whole job and notes it: STOP pauses,
+    /// CONT resumes, any other is remembered so that a death by it reads as a kill.
+    /// Noted before it is sent, under the same lock the exit is recorded with, so a
+    /// quick death cannot be recorded first. Returns whether it was sent.
+    pub(crate) fn signal(&self, signal: i32) -> bool {
+        let mut state = self.state.lock();
+        match &mut state.life {
+            Life::Running { shell, .. } | Life::Stopping { shell, .. }
+                if matches!(signal, libc::SIGSTOP | libc::SIGCONT) =>
+            {
+                shell.paused = signal == libc::SIGSTOP;
+            }
+            Life::Running { signalled, .. } => *signalled = Some(signal),
+            _ => {}
+        }
+        self.send(&state, signal)
+    }
+
+    /// Sends `signal` to whatever of the job may still be alive, recording nothing
+    /// (the KILL after a grace, the last sweep at shutdown).
+    pub(crate) fn signal_group(&self, signal: i32) -> bool {
+        let state = self.state.lock();
+        self.send(&state, signal)
     }
 
     /// Sends `signal` to the job's process group while anything of it may be alive
-    /// (its shell runs, or a descendant still holds its pipes). A non-empty `why` is
-    /// recorded as the reason, but only when the shell itself was still running.
+    /// (its shell runs, or a descendant still holds its pipes), and to its cgroup.
     /// Returns whether a signal was sent.
-    pub(crate) fn signal_group(&self, signal: i32, why: &str) -> bool {
-        let mut state = self.state.lock();
-        let running = matches!(state.phase, Phase::Running { .. });
-        let Some(pgid) = state.pid else {
+    fn send(&self, state: &State, signal: i32) -> bool {
+        let running = state.life.is_running();
+        let Some(pgid) = state.life.pid() else {
             return false;
         };
         // Until the shell is reaped its pid, and so its group id, cannot be reused.
@@ -461,10 +697,6 @@ impl Job {
         let cgroup_alive = self.cgroup_populated();
         if !group_alive && !cgroup_alive {
             return false;
-        }
-        if running && !why.is_empty() && !state.killed {
-            state.killed = true;
-            state.reason = Some(why.to_string());
         }
         if group_alive {
             // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
@@ -481,34 +713,21 @@ impl Job {
     }
 
     /// None while the shell runs; then whether it succeeded: exit 0 and not stopped
-    /// by a kill or a time limit.
+    /// by a kill, a time limit or the driver.
     pub fn outcome(&self) -> Option<bool> {
-        let state = self.state.lock();
-        match &state.phase {
-            Phase::Starting | Phase::Running { .. } => None,
-            Phase::Stopped(exit) => Some(exit.code == 0 && !state.killed && !state.interrupted),
-        }
+        self.state.lock().life.outcome()
     }
 
     /// True until the shell has been reaped (or failed to start).
     pub fn is_running(&self) -> bool {
-        !matches!(self.state.lock().phase, Phase::Stopped(_))
+        self.state.lock().life.is_running()
     }
 
     pub fn snapshot(&self) -> JobSnapshot {
         let state = self.state.lock();
         let bytes = |stream| StreamBytes::of(&state.capture.extent(stream));
         JobSnapshot {
-            phase: state.phase.clone(),
-            pid: state.pid,
-            started_at: state.started_at,
-            finished_at: state.finished_at,
-            duration: state
-                .duration
-                .or_else(|| state.started.map(|s| s.elapsed())),
-            killed: state.killed,
-            timed_out: state.timed_out,
-            reason: state.reason.clone(),
+            life: state.life.clone(),
             stdout: bytes(Stream::Stdout),
             stderr: bytes(Stream::Stderr),
             output: bytes(Stream::Output),
@@ -529,7 +748,7 @@ impl Job {
         let state = self.state.lock();
         let mut out = Vec::new();
         state.capture.read(stream, from, max, &mut out);
-        (out, !matches!(state.phase, Phase::Stopped(_)))
+        (out, state.life.is_running())
     }
 }
 
@@ -548,11 +767,9 @@ mod tests {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
-    /// A job whose shell had pid `pid` and has been reaped, with its pipes still open
-    /// (as a descendant holding them would leave them).
-    fn reaped_job(dir: &std::path::Path, pid: i32) -> Job {
+    fn spool_in(dir: &std::path::Path) -> Arc<Spool> {
         prepare_dir(dir).expect("a fresh state directory");
-        let spool = Spool::open(
+        Spool::open(
             SpoolConfig {
                 dir: dir.to_path_buf(),
                 max_output: 1024,
@@ -560,8 +777,12 @@ mod tests {
             },
             |_| {},
         )
-        .expect("the spool opens");
-        let capture = spool.capture("reaped", b"true");
+        .expect("the spool opens")
+    }
+
+    /// A job whose shell runs as `pid`.
+    fn running_job(spool: &Arc<Spool>, pid: i32) -> Job {
+        let capture = spool.capture("job", b"true");
         let job = Job::new(
             1,
             capture,
@@ -572,15 +793,162 @@ mod tests {
             None,
         );
         job.mark_started(pid, SystemTime::now(), Instant::now());
-        job.mark_exited(Exit {
-            code: 0,
-            signal: None,
-            user_ms: 0,
-            sys_ms: 0,
-            max_rss_kib: 0,
-            max_rss_source: String::new(),
-        });
         job
+    }
+
+    fn exit(code: i32, signal: Option<i32>) -> Exit {
+        Exit {
+            code,
+            signal,
+            ..Exit::never_ran()
+        }
+    }
+
+    /// A job whose shell had pid `pid` and has been reaped, with its pipes still open
+    /// (as a descendant holding them would leave them).
+    fn reaped_job(dir: &std::path::Path, pid: i32) -> Job {
+        let job = running_job(&spool_in(dir), pid);
+        job.mark_exited(exit(0, None));
+        job
+    }
+
+    /// A process of its own group that ignores SIGINT, standing in for a shell.
+    fn stand_in() -> std::process::Child {
+        let mut command = Command::new("sleep");
+        command.arg("60").process_group(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_IGN);
+                Ok(())
+            });
+        }
+        command.spawn().expect("sleep starts")
+    }
+
+    /// Signals the stand-in and records how it really ended.
+    fn reap(job: &Job, mut child: std::process::Child) {
+        use std::os::unix::process::ExitStatusExt;
+        let _ = child.kill();
+        let status = child.wait().expect("the stand-in is reaped");
+        let signal = status.signal();
+        let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
+        job.mark_exited(exit(code, signal));
+    }
+
+    #[test]
+    fn a_signal_written_to_kill_that_the_shell_dies_of_is_a_kill() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let child = stand_in();
+        let job = running_job(&spool, child.id() as i32);
+        assert!(job.signal(libc::SIGKILL));
+        reap(&job, child);
+        let life = job.life();
+        assert!(life.killed(), "{life:?}");
+        assert!(!life.timed_out());
+        assert_eq!(
+            life.reason().as_deref(),
+            Some("killed: it died of SIGKILL, written to its kill file")
+        );
+        assert_eq!(life.outcome(), Some(false));
+    }
+
+    #[test]
+    fn a_signal_the_shell_survives_explains_nothing() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let child = stand_in();
+        let job = running_job(&spool, child.id() as i32);
+        // It ignores INT, then dies of a KILL nobody wrote to its kill file.
+        assert!(job.signal(libc::SIGINT));
+        reap(&job, child);
+        let life = job.life();
+        assert_eq!(life.exit().map(|e| e.signal), Some(Some(libc::SIGKILL)));
+        assert!(!life.killed(), "{life:?}");
+        assert_eq!(life.reason(), None);
+    }
+
+    #[test]
+    fn the_first_reason_to_stop_stands_and_a_pause_ends_with_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let child = stand_in();
+        let job = running_job(&spool, child.id() as i32);
+        assert!(job.signal(libc::SIGSTOP));
+        assert!(job.life().is_paused());
+        assert!(job.stop(Stop::Kill("killed: by a test".into())));
+        let life = job.life();
+        assert!(!life.is_paused(), "a stop continues a paused job");
+        assert!(life.killed() && life.is_running());
+        assert!(!job.time_out(Duration::from_secs(1)), "already stopping");
+        assert!(job.signal(libc::SIGKILL));
+        reap(&job, child);
+        let life = job.life();
+        assert!(!life.timed_out());
+        assert_eq!(life.reason().as_deref(), Some("killed: by a test"));
+        assert_eq!(life.outcome(), Some(false));
+    }
+
+    #[test]
+    fn every_end_reads_back_the_same_after_a_restart() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let ended = |how: &dyn Fn(&Job) -> bool| {
+            let child = stand_in();
+            let job = running_job(&spool, child.id() as i32);
+            assert!(how(&job));
+            reap(&job, child);
+            job
+        };
+        let never = Job::new(
+            3,
+            spool.capture("never", b"true"),
+            Duration::ZERO,
+            None,
+            String::new(),
+            None,
+            None,
+        );
+        never.mark_failed_to_start("terminalfs: cannot make pipes: no room\n");
+        let mut child = stand_in();
+        let lost = running_job(&spool, child.id() as i32);
+        let _ = child.kill();
+        let _ = child.wait();
+        let jobs = [
+            ended(&|_| true),
+            ended(&|job| job.signal(libc::SIGKILL)),
+            ended(&|job| job.time_out(Duration::from_secs(60))),
+            ended(&|job| job.stop(Stop::Kill("killed: a test".into()))),
+            ended(&|job| job.stop(Stop::Shutdown)),
+            never,
+            lost,
+        ];
+        let ms =
+            |t: Option<SystemTime>| t.map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_millis());
+        for job in &jobs {
+            let record = job.record(&job.state.lock());
+            let capture = spool.capture("again", b"true");
+            let restored =
+                Job::restore(2, &record, capture, Duration::ZERO).expect("the record reads back");
+            let (before, after) = (job.life(), restored.life());
+            let interrupted = before.interrupted() || before.is_running();
+            assert_eq!(after.interrupted(), interrupted, "{before:?}");
+            assert_eq!(after.killed(), before.killed(), "{before:?}");
+            assert_eq!(after.timed_out(), before.timed_out(), "{before:?}");
+            assert_eq!(after.pid(), before.pid());
+            assert_eq!(ms(after.started_at()), ms(before.started_at()));
+            assert!(after.outcome().is_some());
+            if interrupted {
+                assert_eq!(after.reason().as_deref(), Some(DRIVER_STOPPED));
+                assert_eq!(after.outcome(), Some(false));
+            } else {
+                assert_eq!(after.reason(), before.reason(), "{before:?}");
+                assert_eq!(after.exit(), before.exit());
+                assert_eq!(after.outcome(), before.outcome());
+                assert_eq!(ms(after.finished_at()), ms(before.finished_at()));
+            }
+        }
     }
 
     fn gone(pid: i32) -> bool {
@@ -603,7 +971,7 @@ mod tests {
             .spawn()
             .expect("sleep starts");
         let job = reaped_job(&dir.path().join("spool"), stranger.id() as i32);
-        let sent = job.signal_group(libc::SIGTERM, "");
+        let sent = job.signal_group(libc::SIGTERM);
         let alive = stranger.try_wait().expect("try_wait").is_none();
         let _ = stranger.kill();
         let _ = stranger.wait();
@@ -627,7 +995,7 @@ mod tests {
         let child: i32 = line.trim().parse().expect("a pid");
         shell.wait().expect("the shell is reaped");
         let job = reaped_job(&dir.path().join("spool"), shell.id() as i32);
-        assert!(job.signal_group(libc::SIGKILL, ""));
+        assert!(job.signal_group(libc::SIGKILL));
         let deadline = Instant::now() + Duration::from_secs(20);
         while !gone(child) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));

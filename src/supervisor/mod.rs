@@ -28,7 +28,8 @@ mod writable;
 pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
-pub use job::{Job, JobSnapshot, Phase, Stream, StreamBytes};
+use job::Stop;
+pub use job::{Job, JobSnapshot, Stream, StreamBytes};
 pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
@@ -47,6 +48,27 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+
+/// The signals a command may be sent through its `kill` file, by name.
+pub const SIGNALS: [(&str, i32); 9] = [
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("USR2", libc::SIGUSR2),
+    ("TERM", libc::SIGTERM),
+    ("CONT", libc::SIGCONT),
+    ("STOP", libc::SIGSTOP),
+];
+
+/// `SIGINT` for 2: the name of a signal of [`SIGNALS`], or its number.
+pub fn signal_name(signal: i32) -> String {
+    match SIGNALS.iter().find(|(_, n)| *n == signal) {
+        Some((name, _)) => format!("SIG{name}"),
+        None => format!("signal {signal}"),
+    }
+}
 
 /// Longest command passed inline as `<shell> -c <text>`.
 const MAX_INLINE_COMMAND: usize = 100 * 1024;
@@ -504,11 +526,11 @@ impl Supervisor {
     /// Stops a running job: SIGTERM to its group now, SIGKILL after the grace period.
     /// Killing a stopped job is not an error and does nothing.
     pub fn kill(&self, job: &Arc<Job>, why: &str) {
-        if job.signal_group(libc::SIGTERM, why) {
-            // A paused command cannot act on its TERM until it is continued.
-            if job.set_paused(false) {
-                job.signal_group(libc::SIGCONT, "");
-            }
+        self.stop(job, Stop::Kill(why.to_string()));
+    }
+
+    fn stop(&self, job: &Arc<Job>, why: Stop) {
+        if job.stop(why) {
             self.timer.schedule(
                 Instant::now() + self.config.kill_grace,
                 TimerAction::Kill(job.clone()),
@@ -521,16 +543,7 @@ impl Supervisor {
     /// SIGSTOP and SIGCONT also mark it paused or running again. Nothing for a job
     /// that has stopped.
     pub fn signal(&self, job: &Arc<Job>, signal: i32) {
-        if job.signal_group(signal, "") {
-            match signal {
-                libc::SIGSTOP => {
-                    job.set_paused(true);
-                }
-                libc::SIGCONT => {
-                    job.set_paused(false);
-                }
-                _ => {}
-            }
+        if job.signal(signal) {
             (self.notify)(job.id());
         }
     }
@@ -550,8 +563,7 @@ impl Supervisor {
         self.close();
         let jobs: Vec<Arc<Job>> = self.live.lock().values().cloned().collect();
         for job in &jobs {
-            job.mark_interrupted();
-            self.kill(job, "stopped because terminalfs shut down");
+            self.stop(job, Stop::Shutdown);
         }
         // A stopped job is no longer live, but a daemon it started may still be in its
         // cgroup; it gets its SIGTERM and grace too, not just the final SIGKILL. (The
@@ -579,7 +591,7 @@ impl Supervisor {
             std::thread::sleep(Duration::from_millis(20));
         }
         for job in &jobs {
-            job.signal_group(libc::SIGKILL, "");
+            job.signal_group(libc::SIGKILL);
         }
         if let Some(cgroups) = &self.cgroups {
             cgroups.tear_down();
@@ -671,10 +683,10 @@ mod tests {
         let refused: Vec<&Arc<Job>> = jobs
             .iter()
             .filter(|job| {
-                matches!(
-                    job.snapshot().phase,
-                    Phase::Stopped(job::Exit { code: -1, .. })
-                )
+                job.snapshot()
+                    .life
+                    .exit()
+                    .is_some_and(|exit| exit.code == -1)
             })
             .collect();
         supervisor.shutdown();

@@ -107,7 +107,7 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
             let entry = heap.pop().expect("peeked just above");
             match entry.action {
                 TimerAction::Kill(job) => {
-                    job.signal_group(libc::SIGKILL, "");
+                    job.signal_group(libc::SIGKILL);
                     let tidy = TimerAction::Tidy(job, 50);
                     let _ = resend.send(Message::Schedule(now + Duration::from_millis(50), tidy));
                 }
@@ -122,10 +122,9 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
                     let Some(job) = job.upgrade() else {
                         continue;
                     };
-                    if job.mark_timed_out(limit) {
+                    if job.time_out(limit) {
                         // The caller's Kill path is reproduced here without the
-                        // supervisor: TERM now, KILL after the job's grace.
-                        job.signal_group(libc::SIGTERM, "");
+                        // supervisor: TERM now (sent), KILL after the job's grace.
                         let grace = job.kill_grace();
                         let _ = resend.send(Message::Schedule(now + grace, TimerAction::Kill(job)));
                     }
