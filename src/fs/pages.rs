@@ -370,7 +370,8 @@ pub fn skill(site: &Site) -> String {
          rm -r {m}/cmd/ticker\n\
          ```\n\n\
          - `follow` streams `output` as it arrives and ends when the command stops, or after \
-         {wait} seconds of silence. Each open starts again from the beginning of the output, \
+         {wait} seconds of silence; `cat` exits 0 either way, so read `status` afterwards \
+         to tell which. Each open starts again from the beginning of the output, \
          so opening it again repeats what you saw. For new lines only, use \
          `tail -f -n 0 {m}/cmd/<name>/output`; tail looks about once a second \
          (`-s 0.2` looks more often).\n\
@@ -379,14 +380,19 @@ pub fn skill(site: &Site) -> String {
          it has not ended soon after. `: > kill` does the same.\n\
          - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. A stopped \
          command also goes away by itself {keep} after its files were last open.\n\
+         - A command is over when its shell exits. One that starts something in the \
+         background (`server &`) shows `completed` at once while what it started keeps \
+         running and writing to `output`; `rm -r {m}/cmd/<name>` stops what it left running. \
+         To watch it as one command, end the text with `wait`.\n\
          - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
          exit code, times, memory and byte counts.\n\n\
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
          and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
          `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`. `STOP` pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`. Writing to `kill` of a command that has \
-         stopped does nothing.\n\n\
+         `paused`, `wait` keeps waiting) until `CONT`. If the command dies of the signal, \
+         `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
+         command that has stopped does nothing.\n\n\
          ```sh\n\
          echo 'sleep 300' > {m}/ctl/nap\n\
          echo STOP > {m}/cmd/nap/kill\n\
