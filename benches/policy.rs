@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use samples::{pathological_inputs, random_text, Rng};
-use terminalfs::policy::{default_settings_json, Policy};
+use terminalfs::{default_settings_json, Policy};
 
 const TARGET: Duration = Duration::from_millis(100);
 const ROUNDS: usize = 5;

@@ -40,71 +40,71 @@ pub struct Cli {
 
     /// Shell that runs each command as `<shell> -c <text>` [default: $SHELL, else /bin/sh]
     #[arg(long, value_name = "PATH")]
-    pub shell: Option<PathBuf>,
+    pub(crate) shell: Option<PathBuf>,
 
     /// Working directory of commands [default: the driver's working directory]
     #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<PathBuf>,
 
     /// How long a stopped command stays after its files were last open
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = duration)]
-    pub keep: Duration,
+    pub(crate) keep: Duration,
 
     /// Delay between writing a command and starting it, unless something looks for it
     #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = duration)]
-    pub settle: Duration,
+    pub(crate) settle: Duration,
 
     /// Longest time any read blocks (`wait`, `follow`)
     #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = duration)]
-    pub wait_timeout: Duration,
+    pub(crate) wait_timeout: Duration,
 
     /// Bytes kept per output stream: the first quarter and the newest bytes; what lies
     /// between is dropped, with a notice
     #[arg(long, value_name = "SIZE", default_value = "64m", value_parser = size)]
-    pub max_output: u64,
+    pub(crate) max_output: u64,
 
     /// Bytes all commands' output may take on disk; finished commands least recently
     /// read are removed first to stay under it
     #[arg(long, value_name = "SIZE", default_value = "2g", value_parser = size)]
-    pub max_spool: u64,
+    pub(crate) max_spool: u64,
 
     /// Where output and finished commands are kept (created 0700; refused if others
     /// may read it) [default: $XDG_STATE_HOME/terminalfs/<id of --path>]
     #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    pub(crate) state_dir: Option<PathBuf>,
 
     /// Stop any command that runs longer than this [default: none]
     #[arg(long, value_name = "DURATION", value_parser = duration)]
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
 
     /// Time between SIGTERM and SIGKILL when a command is stopped
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    pub kill_grace: Duration,
+    pub(crate) kill_grace: Duration,
 
     /// Run only commands whose every simple command matches an allow rule
     #[arg(long)]
-    pub allowlist: bool,
+    pub(crate) allowlist: bool,
 
     /// The audit log of every decision [default: $XDG_STATE_HOME/terminalfs/audit.jsonl,
     /// else ~/.local/state/terminalfs/audit.jsonl]
     #[arg(long, value_name = "FILE")]
-    pub audit_log: Option<PathBuf>,
+    pub(crate) audit_log: Option<PathBuf>,
 
     /// Detach once the mount is ready
     #[arg(long)]
-    pub daemon: bool,
+    pub(crate) daemon: bool,
 
     /// Log every failed file operation with its reason (also: TERMINALFS_LOG=debug)
     #[arg(long, short)]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
 
     /// With --daemon: write the driver's pid here
     #[arg(long, value_name = "FILE", requires = "daemon")]
-    pub pid_file: Option<PathBuf>,
+    pub(crate) pid_file: Option<PathBuf>,
 
     /// With --daemon: append the log here [default: discarded]
     #[arg(long, value_name = "FILE", requires = "daemon")]
-    pub log_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
 
     /// Print the completion script for SHELL and exit (the README says where to put it)
     #[arg(long, value_name = "SHELL", conflicts_with = "man")]

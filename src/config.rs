@@ -8,25 +8,25 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub path: PathBuf,
-    pub settings: PathBuf,
-    pub audit_log: PathBuf,
-    pub shell: PathBuf,
-    pub cwd: PathBuf,
-    pub keep: Duration,
-    pub settle: Duration,
-    pub wait_timeout: Duration,
-    pub max_output: u64,
-    pub max_spool: u64,
-    pub state_dir: PathBuf,
-    pub timeout: Option<Duration>,
-    pub kill_grace: Duration,
-    pub allowlist: bool,
-    pub daemon: bool,
+    pub(crate) path: PathBuf,
+    pub(crate) settings: PathBuf,
+    pub(crate) audit_log: PathBuf,
+    pub(crate) shell: PathBuf,
+    pub(crate) cwd: PathBuf,
+    pub(crate) keep: Duration,
+    pub(crate) settle: Duration,
+    pub(crate) wait_timeout: Duration,
+    pub(crate) max_output: u64,
+    pub(crate) max_spool: u64,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) kill_grace: Duration,
+    pub(crate) allowlist: bool,
+    pub(crate) daemon: bool,
     /// Log every failed file operation (`--verbose` or `TERMINALFS_LOG=debug`).
-    pub verbose: bool,
-    pub pid_file: Option<PathBuf>,
-    pub log_file: Option<PathBuf>,
+    pub(crate) verbose: bool,
+    pub(crate) pid_file: Option<PathBuf>,
+    pub(crate) log_file: Option<PathBuf>,
 }
 
 fn home() -> PathBuf {

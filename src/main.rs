@@ -3,9 +3,7 @@
 use clap::Parser;
 use std::io::{Read, Write};
 use std::path::Path;
-use terminalfs::cli::{self, Cli, Subcommand};
-use terminalfs::config::{absolute, default_mount_path, Config};
-use terminalfs::{app, policy, selftest};
+use terminalfs::{absolute, default_mount_path, Cli, Config, Policy, Subcommand};
 
 fn main() {
     // The driver runs this binary again as its spawner process.
@@ -41,10 +39,11 @@ fn main() {
 fn run(cli: &Cli) -> Result<(), String> {
     // Packaging helpers: they read no settings and mount nothing.
     if let Some(shell) = cli.completions {
-        return print_bytes(&cli::completion_script(shell));
+        return print_bytes(&terminalfs::completion_script(shell));
     }
     if cli.man {
-        let page = cli::man_page().map_err(|e| format!("cannot render the man page: {e}"))?;
+        let page =
+            terminalfs::man_page().map_err(|e| format!("cannot render the man page: {e}"))?;
         return print_bytes(&page);
     }
     if let Some(file) = &cli.init_settings {
@@ -52,23 +51,23 @@ fn run(cli: &Cli) -> Result<(), String> {
             &file
                 .clone()
                 .or_else(|| cli.settings.clone())
-                .unwrap_or_else(policy::default_settings_path),
+                .unwrap_or_else(terminalfs::default_settings_path),
         );
-        policy::init_settings(&path)?;
+        terminalfs::init_settings(&path)?;
         println!(
             "terminalfs: wrote the default settings to {}",
             path.display()
         );
         return Ok(());
     }
-    if let Some(cli::Subcommand::Selftest { path }) = &cli.command {
+    if let Some(Subcommand::Selftest { path }) = &cli.command {
         let path = absolute(
             &path
                 .clone()
                 .or_else(|| cli.path.clone())
                 .unwrap_or_else(default_mount_path),
         );
-        let tally = selftest::run_all(&path, &mut std::io::stdout().lock())
+        let tally = terminalfs::selftest(&path, &mut std::io::stdout().lock())
             .map_err(|e| format!("cannot write to standard output: {e}"))?;
         if tally.failed > 0 {
             return Err(format!(
@@ -81,17 +80,18 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
     if cli.unmount {
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
-        println!("terminalfs: {}", app::clean_up(&path)?);
+        println!("terminalfs: {}", terminalfs::clean_up(&path)?);
         return Ok(());
     }
     let config = Config::from_cli(cli)?;
-    app::run(config)
+    terminalfs::run(config)
 }
 
 /// `terminalfs check`: prints the decision and returns whether the text would run.
 fn check(settings: Option<&Path>, allowlist: bool, text: &str) -> Result<bool, String> {
-    let path = absolute(&settings.map_or_else(policy::default_settings_path, Path::to_path_buf));
-    let policy = policy::Policy::load(&path, allowlist)?;
+    let path =
+        absolute(&settings.map_or_else(terminalfs::default_settings_path, Path::to_path_buf));
+    let policy = Policy::load(&path, allowlist)?;
     let text = if text == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()

@@ -95,11 +95,6 @@ impl Audit {
         Ok(())
     }
 
-    /// Where the log is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Appends one decision. `decision` is `ran` or `denied`.
     pub fn record(
         &self,

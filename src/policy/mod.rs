@@ -30,12 +30,12 @@ use std::time::{Duration, SystemTime};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 
-pub use audit::{default_audit_path, rfc3339, Audit};
+pub use audit::default_audit_path;
 pub use directives::{parse_directives, Directives, Input};
 pub use rules::{Candidate, Rule};
 pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
 pub use shell_input::{check_shell_input, runs_a_shell, SHELL_ON_TERMINAL_REASON};
-pub use splitter::{simple_commands, SimpleCommand, Split};
+pub use splitter::{SimpleCommand, Split};
 
 /// The answer to "may this text run?".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,23 +178,18 @@ impl Policy {
     }
 
     /// The settings file (absolute).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Whether `--allowlist` is on.
-    pub fn allowlist(&self) -> bool {
-        self.allowlist
-    }
-
     /// The rules in force now.
-    pub fn rules(&self) -> Arc<RuleSet> {
+    pub(crate) fn rules(&self) -> Arc<RuleSet> {
         self.rules.read().clone()
     }
 
     /// Warnings about the entries of the settings file in force (said at start; a reload
     /// says them in its line).
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.rules()
             .warnings
             .iter()
@@ -203,7 +198,7 @@ impl Policy {
     }
 
     /// How many rules are in force: deny and ask, and allow under `--allowlist`.
-    pub fn rule_count(&self) -> usize {
+    pub(crate) fn rule_count(&self) -> usize {
         self.count(&self.rules())
     }
 
@@ -317,7 +312,7 @@ impl Policy {
     /// stands only if it also holds with one more word after it, since the last command may
     /// still grow (`bash` of `bash build.sh` is allowed until the text is complete). The
     /// full check at the decision still runs.
-    pub fn check_partial(&self, text: &[u8]) -> Verdict {
+    pub(crate) fn check_partial(&self, text: &[u8]) -> Verdict {
         let end = match text.iter().rposition(u8::is_ascii_whitespace) {
             Some(end) if text[..end].iter().any(|b| !b.is_ascii_whitespace()) => end,
             _ => return Verdict::Allow,
@@ -339,7 +334,7 @@ impl Policy {
     /// something happened: the rules were reloaded, or a change could not be loaded and the
     /// old rules stay in force (said once per change, not on every call). None when the file
     /// is as it was.
-    pub fn reload_if_changed(&self) -> Option<String> {
+    pub(crate) fn reload_if_changed(&self) -> Option<String> {
         let mut seen = self.seen.lock();
         let looked = fs::metadata(&self.path).and_then(|meta| {
             let stamp = Stamp::of(&meta);
@@ -390,7 +385,7 @@ impl Policy {
 
     /// Starts a thread that calls [`Policy::reload_if_changed`] every `every` and passes each
     /// line it returns to `log`, until [`Policy::stop`] is called or the policy is dropped.
-    pub fn spawn_reloader(
+    pub(crate) fn spawn_reloader(
         self: &Arc<Self>,
         every: Duration,
         log: impl Fn(&str) + Send + 'static,
@@ -415,7 +410,7 @@ impl Policy {
     }
 
     /// Ends every reloader thread promptly (they return within one wake-up).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.stop_sender.lock().take();
     }
 }

@@ -16,8 +16,6 @@ use serde_json::Value;
 
 use super::rules::Rule;
 
-pub use super::audit::default_audit_path;
-
 /// The rules of one settings file, in file order.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
@@ -66,23 +64,6 @@ impl RuleSet {
             }
         }
         Ok(rules)
-    }
-
-    /// Reads and parses a settings file; errors name the file.
-    pub fn load(path: &Path) -> Result<RuleSet, String> {
-        let text = fs::read_to_string(path)
-            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
-        RuleSet::parse(&text).map_err(|err| format!("settings file {}: {err}", path.display()))
-    }
-
-    /// How many rules there are in all three lists.
-    pub fn len(&self) -> usize {
-        self.deny.len() + self.ask.len() + self.allow.len()
-    }
-
-    /// Whether all three lists are empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -291,10 +272,10 @@ mod tests {
 
     #[test]
     fn empty_object_is_empty() {
-        let rules = RuleSet::parse("{}").expect("{} parses");
-        assert!(rules.is_empty());
-        let rules = RuleSet::parse(r#"{"permissions": {}}"#).expect("empty permissions");
-        assert!(rules.is_empty());
+        for text in ["{}", r#"{"permissions": {}}"#] {
+            let rules = RuleSet::parse(text).expect("parses");
+            assert!(rules.deny.is_empty() && rules.ask.is_empty() && rules.allow.is_empty());
+        }
     }
 
     #[test]
@@ -309,7 +290,6 @@ mod tests {
         assert_eq!(rules.ask.len(), 1);
         assert_eq!(rules.allow.len(), 1);
         assert_eq!(rules.deny[0].text(), "Bash(sudo:*)");
-        assert_eq!(rules.len(), 3);
     }
 
     #[test]
@@ -349,11 +329,12 @@ mod tests {
     fn load_names_the_path() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let missing = dir.path().join("missing.json");
-        let err = RuleSet::load(&missing).expect_err("missing file");
+        let load = |path| super::super::Policy::load(path, false).map(|_| ());
+        let err = load(&missing).expect_err("missing file");
         assert!(err.contains(&missing.display().to_string()), "{err}");
         let bad = dir.path().join("bad.json");
         fs::write(&bad, "[1]").expect("write test file");
-        let err = RuleSet::load(&bad).expect_err("bad file");
+        let err = load(&bad).expect_err("bad file");
         assert!(err.contains(&bad.display().to_string()), "{err}");
     }
 
@@ -406,14 +387,14 @@ mod tests {
         let err = init_settings(&path).expect_err("second init refuses");
         assert!(err.contains("already exists"), "{err}");
         assert_eq!(fs::read_to_string(&path).expect("read back"), "{}");
-        RuleSet::load(&path).expect("still valid");
+        RuleSet::parse(&fs::read_to_string(&path).expect("read back")).expect("still valid");
     }
 
     #[test]
     fn default_paths_end_in_terminalfs() {
         assert!(default_settings_path().ends_with("terminalfs/settings.json"));
         assert!(default_settings_path().is_absolute());
-        assert!(default_audit_path().ends_with("terminalfs/audit.jsonl"));
+        assert!(crate::policy::default_audit_path().ends_with("terminalfs/audit.jsonl"));
     }
 
     #[test]

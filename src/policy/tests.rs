@@ -1128,6 +1128,6 @@ fn reloader_thread_ends_when_the_policy_is_dropped() {
 fn policy_is_send_and_sync() {
     fn shared<T: Send + Sync>() {}
     shared::<Policy>();
-    shared::<Audit>();
+    shared::<super::audit::Audit>();
     shared::<Rule>();
 }

@@ -22,7 +22,7 @@ mod seeds;
 #[path = "../../src/policy/samples.rs"]
 mod samples;
 
-use terminalfs::policy::splitter::{split, Split};
+use terminalfs::{split, Split};
 
 use generator::Generator;
 use sandbox::{Outcome, Sandbox};

@@ -110,6 +110,7 @@ pub fn split(text: &str) -> Split {
 
 /// Every spelling of every simple command in `text`, without duplicates, in order of
 /// appearance. A rule check applies to all of them.
+#[cfg(test)]
 pub fn simple_commands(text: &str) -> Vec<String> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
