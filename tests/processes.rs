@@ -277,6 +277,25 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
     }
 }
 
+/// A signal written the moment the command exists reaches it: the child is in its own
+/// group before `cmd/<name>` can be looked up. The program is started with `exec`, as
+/// SKILL.md's signal example does: a shell that forks it (dash does, and catches INT
+/// until its child has exec'd) can lose a signal that arrives in between.
+#[test]
+fn a_signal_written_at_once_reaches_a_command_that_execs() {
+    let mount = Mount::start();
+    let names: Vec<String> = (0..20).map(|i| format!("nap{i}")).collect();
+    for name in &names {
+        mount.ok(&format!(
+            "echo 'exec sleep 300' > $M/ctl/{name}; echo INT > $M/cmd/{name}/kill"
+        ));
+    }
+    for name in &names {
+        assert_eq!(mount.wait(name), "error\n", "{name}");
+        assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "130\n", "{name}");
+    }
+}
+
 #[test]
 fn stop_pauses_until_cont_and_wait_waits_through_it() {
     let mount = Mount::with_args(&["--wait-timeout", "1s"]);

@@ -392,9 +392,12 @@ pub fn skill(site: &Site) -> String {
          `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`. `STOP` pauses it (`status` says \
          `paused`, `wait` keeps waiting) until `CONT`. If the command dies of the signal, \
          `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
-         command that has stopped does nothing.\n\n\
+         command that has stopped does nothing. A shell that is just starting a program \
+         can lose a signal that comes meanwhile (dash catches `INT` until its child runs): \
+         start the program with `exec`, as below, or send the signal again if `wait` still \
+         says `running`.\n\n\
          ```sh\n\
-         echo 'sleep 300' > {m}/ctl/nap\n\
+         echo 'exec sleep 300' > {m}/ctl/nap\n\
          echo STOP > {m}/cmd/nap/kill\n\
          cat {m}/cmd/nap/status\n\
          echo CONT > {m}/cmd/nap/kill\n\
