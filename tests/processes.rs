@@ -292,7 +292,11 @@ fn a_signal_written_at_once_reaches_a_command_that_execs() {
     }
     for name in &names {
         assert_eq!(mount.wait(name), "error\n", "{name}");
-        assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "130\n", "{name}");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/exitcode")),
+            "130\n",
+            "{name}"
+        );
     }
 }
 
