@@ -146,7 +146,7 @@ pub enum Life {
         signalled: Option<i32>,
     },
     /// Its shell runs, and the driver has begun to stop it: TERM sent, KILL after the
-    /// grace. The first reason stands.
+    /// grace. The first reason stands, but a shutdown outranks it.
     Stopping { shell: Shell, why: Stop },
     /// Its shell has been reaped, or never ran.
     Done(Done),
@@ -619,7 +619,8 @@ impl Job {
 
     /// Begins to stop the job for `why`: TERM to all of it, and CONT after it when it
     /// was paused (a stopped process cannot act on its TERM). A job already being
-    /// stopped keeps its first reason; one whose shell has stopped records nothing,
+    /// stopped keeps its first reason, unless the driver is shutting down; one whose
+    /// shell has stopped records nothing,
     /// but what it left running still gets the TERM. Returns whether a signal was sent.
     pub(crate) fn stop(&self, why: Stop) -> bool {
         let mut state = self.state.lock();
@@ -628,12 +629,19 @@ impl Job {
 
     fn stop_locked(&self, state: &mut State, why: Stop) -> bool {
         let mut paused = false;
-        if let Life::Running { shell, .. } = &state.life {
-            let shell = Shell {
-                paused: false,
-                ..*shell
-            };
-            paused = std::mem::replace(&mut state.life, Life::Stopping { shell, why }).is_paused();
+        match &mut state.life {
+            Life::Running { shell, .. } => {
+                let shell = Shell {
+                    paused: false,
+                    ..*shell
+                };
+                paused =
+                    std::mem::replace(&mut state.life, Life::Stopping { shell, why }).is_paused();
+            }
+            // The driver going away outranks any stop under way: the job is still
+            // running when the driver stops, and is read back as such.
+            Life::Stopping { why: under_way, .. } if why == Stop::Shutdown => *under_way = why,
+            _ => {}
         }
         let sent = self.send(state, libc::SIGTERM);
         if sent && paused {
@@ -888,6 +896,22 @@ mod tests {
         assert!(!life.timed_out());
         assert_eq!(life.reason().as_deref(), Some("killed: by a test"));
         assert_eq!(life.outcome(), Some(false));
+    }
+
+    #[test]
+    fn a_shutdown_outranks_a_stop_under_way() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let child = stand_in();
+        let job = running_job(&spool, child.id() as i32);
+        assert!(job.time_out(Duration::from_secs(1)));
+        assert!(job.stop(Stop::Shutdown));
+        reap(&job, child);
+        let life = job.life();
+        assert!(
+            life.interrupted() && life.killed() && !life.timed_out(),
+            "{life:?}"
+        );
     }
 
     #[test]
