@@ -319,7 +319,9 @@ fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String
             reason: reason.to_string(),
             store: found.store,
         },
-        (None, Some(capture)) => Returning::Job(supervisor.restore(&found.meta, capture)?),
+        (None, Some(capture)) => {
+            Returning::Job(supervisor.restore(&found.meta, capture, found.last_seen)?)
+        }
         (None, None) => return Err("it has neither output nor a reason".into()),
     };
     Ok(Comeback {

@@ -1,9 +1,13 @@
 //! The spool on a real mount (SPEC 5, 7, 10): output on disk, restarts, eviction, the
 //! state directory.
 
-use crate::common::{run_binary, wait_until, Mount, Options};
+use crate::common::{fd_count, run_binary, wait_until, Mount, Options};
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 fn json(mount: &Mount, file: &str) -> serde_json::Value {
     serde_json::from_str(&mount.read(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
@@ -315,4 +319,348 @@ fn the_audit_log_stays_in_its_place_and_bounded() {
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert_eq!(last["command_bytes"], text.len());
     assert_eq!(last["command_sha256"].as_str().unwrap().len(), 64);
+}
+
+/// A tmpfs of a given size mounted for one test; unmounted (lazily, so a driver still holding a
+/// file cannot stop it) when dropped, whether the test passed or not.
+struct Tmpfs {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::Builder::new()
+            .prefix("tfs-disk-")
+            .tempdir()
+            .expect("a temporary directory");
+        let path = dir.path().join("disk");
+        std::fs::create_dir(&path).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("tfs-test-disk")
+            .arg(&path)
+            .output()
+            .expect("mount runs");
+        assert!(
+            out.status.success(),
+            "cannot mount a {size} tmpfs at {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs { path, _dir: dir }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+#[test]
+fn a_full_disk_drops_output_with_a_notice_and_harms_nothing() {
+    // Declared first, so it is unmounted after the driver has stopped.
+    let disk = Tmpfs::mount("1m");
+    let state = disk.path.join("spool");
+    let mount = Mount::with_args(&["--state-dir", state.to_str().unwrap()]);
+    let script = "yes 0123456789 | head -c 3000000; echo late >&2; exit 7";
+    assert_eq!(mount.run("big", script), "error\n");
+    assert_eq!(mount.read("cmd/big/exitcode"), "7\n");
+    let result = json(&mount, "cmd/big/result.json");
+    let (bytes, kept, dropped) = (
+        result["stdout"]["bytes"].as_u64().unwrap(),
+        result["stdout"]["kept"].as_u64().unwrap(),
+        result["stdout"]["dropped"].as_u64().unwrap(),
+    );
+    assert_eq!(bytes, 3_000_000, "{result}");
+    assert!(kept < 1 << 20 && kept + dropped == bytes, "{result}");
+    assert_eq!(result["stderr"]["bytes"], 5);
+    assert_eq!(result["stderr"]["dropped"], 5);
+    let notice = "[terminalfs: output from here on was not kept: \
+                  the disk holding the state directory is full]\n";
+    let stdout = std::fs::read(mount.p("cmd/big/stdout")).unwrap();
+    assert!(
+        stdout.ends_with(notice.as_bytes()),
+        "{:?}",
+        String::from_utf8_lossy(&stdout[stdout.len().saturating_sub(200)..])
+    );
+    // What was kept is exactly the beginning; the notice starts a line of its own.
+    let mut expected = b"0123456789\n".repeat(300_000);
+    expected.truncate(kept as usize);
+    if expected.last() != Some(&b'\n') {
+        expected.push(b'\n');
+    }
+    expected.extend_from_slice(notice.as_bytes());
+    assert!(
+        stdout == expected,
+        "the stored part is not the start of the output"
+    );
+    assert!(mount.read("cmd/big/stderr").ends_with(notice));
+    let log = mount.log();
+    assert!(
+        log.contains("no longer storing the output of big: the disk holding the state"),
+        "{log}"
+    );
+
+    // The driver still answers, and a command run while the disk is full completes.
+    let index = mount.read("cmd/index.md");
+    let row = index
+        .lines()
+        .find(|line| line.starts_with("| [big]"))
+        .unwrap_or_else(|| panic!("{index}"));
+    assert!(
+        row.contains(&format!("| {kept} | {} |", dropped + 5)),
+        "{row}"
+    );
+    assert_eq!(mount.run("meanwhile", "echo hi; exit 3"), "error\n");
+    assert_eq!(mount.read("cmd/meanwhile/exitcode"), "3\n");
+
+    // Once space is freed, output is kept again.
+    let dirs = mount.spool_dirs("big");
+    mount.ok("rm -r \"$M/cmd/big\"");
+    assert!(wait_until(Duration::from_secs(20), || {
+        dirs.iter().all(|dir| !dir.exists())
+    }));
+    assert_eq!(
+        mount.run("after", "yes abc | head -c 200000"),
+        "completed\n"
+    );
+    let result = json(&mount, "cmd/after/result.json");
+    assert_eq!(result["stdout"]["kept"], 200_000, "{result}");
+    assert_eq!(result["stdout"]["dropped"], 0, "{result}");
+    assert_eq!(
+        std::fs::read(mount.p("cmd/after/stdout")).unwrap().len(),
+        200_000
+    );
+}
+
+/// The driver's soft limit of open files.
+fn open_files_limit(pid: i32) -> usize {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("a limit of open files");
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+#[test]
+fn ten_thousand_finished_commands_hold_no_descriptor() {
+    const COMMANDS: usize = 10_000;
+    const BATCH: usize = 250;
+    // The records of 10,000 commands on a tmpfs: the disk's speed is not the subject.
+    let disk = Tmpfs::mount("256m");
+    let state = disk.path.join("spool");
+    let mount = Mount::with_args(&["--state-dir", state.to_str().unwrap()]);
+    let driver = mount.pid() as i32;
+    assert_eq!(mount.run("warm", "true"), "completed\n");
+    // Nothing runs: what is open now is what the driver holds when idle (or a file the
+    // spool is writing, which only makes the bound below looser).
+    let idle = fd_count(driver);
+    let peak = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                peak.fetch_max(fd_count(driver), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let started = Instant::now();
+    // One shell writes the commands and reads each `wait` with builtins (no process per
+    // step but the commands themselves), in batches: starts are queued one after the
+    // other, and a batch waits for its own before the next is written.
+    let out = mount.sh(&format!(
+        "b=0; while [ $b -lt {COMMANDS} ]; do
+           i=$b; while [ $i -lt $((b+{BATCH})) ]; do echo true > \"$M/ctl/n$i\" || exit 1; i=$((i+1)); done
+           i=$b; while [ $i -lt $((b+{BATCH})) ]; do
+             w=running; while [ \"$w\" = running ]; do read w < \"$M/cmd/n$i/wait\" || exit 2; done
+             [ \"$w\" = completed ] || {{ echo \"n$i: $w\"; exit 3; }}
+             i=$((i+1))
+           done
+           b=$((b+{BATCH}))
+         done"
+    ));
+    let took = started.elapsed();
+    done.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let peak = peak.load(Ordering::SeqCst);
+    // Records may still be on their way to the disk; then nothing is left open.
+    let mut after = fd_count(driver);
+    let settling = Instant::now();
+    let settled = wait_until(Duration::from_secs(120), || {
+        after = fd_count(driver);
+        after <= idle + 2
+    });
+    eprintln!(
+        "{COMMANDS} commands finished in {:.1} s; descriptors: idle {idle}, peak {peak}, \
+         {after} {:.1} s later",
+        took.as_secs_f64(),
+        settling.elapsed().as_secs_f64()
+    );
+    assert!(
+        settled,
+        "{idle} descriptors idle, {after} after {COMMANDS} finished commands"
+    );
+    let limit = open_files_limit(driver);
+    assert!(
+        peak < limit / 2,
+        "{peak} descriptors open at the peak (limit {limit})"
+    );
+    assert_eq!(
+        mount.read(&format!("cmd/n{}/status", COMMANDS - 1)),
+        "completed\n"
+    );
+}
+
+#[test]
+fn a_command_lost_in_a_crash_has_no_made_up_exit_code_and_a_true_duration() {
+    let mut mount = Mount::start();
+    let written = SystemTime::now();
+    std::fs::write(mount.p("ctl/lost"), "echo started; exec sleep 300").unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/lost/stdout") == "started\n"
+    }));
+    let seen = SystemTime::now();
+    // While a command runs the driver marks itself alive in the state directory; let
+    // it do so for a second and a half after the command was seen running.
+    let alive = mount.spool.join("alive");
+    assert!(wait_until(Duration::from_secs(30), || {
+        std::fs::metadata(&alive)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= seen + Duration::from_millis(1500))
+    }));
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = SystemTime::now();
+    mount.spawn(&[]);
+
+    assert_eq!(mount.read("cmd/lost/status"), "error\n");
+    assert_eq!(mount.read("cmd/lost/wait"), "error\n");
+    assert_eq!(
+        mount.read("cmd/lost/reason"),
+        "the driver stopped while it ran\n"
+    );
+    // Its end was not seen: no exit code is made up.
+    assert!(!mount.p("cmd/lost/exitcode").exists());
+    assert!(!mount.ok("ls \"$M/cmd/lost\"").contains("exitcode"));
+    let result = json(&mount, "cmd/lost/result.json");
+    assert!(result["exitcode"].is_null(), "{result}");
+    assert!(result["signal"].is_null(), "{result}");
+    assert!(result["finished_at"].is_string(), "{result}");
+    let duration = result["duration_ms"].as_u64().expect("a duration");
+    let most = killed.duration_since(written).unwrap().as_millis() as u64;
+    assert!(
+        (1500..=most).contains(&duration),
+        "it ran at least 1.5 s and at most {most} ms: {result}"
+    );
+    let events = mount.ok("head -n 1 \"$M/events\"");
+    assert_eq!(events.split_once(' ').unwrap().1, "lost error\n");
+
+    // The next restart tells the same story.
+    mount.stop();
+    mount.spawn(&[]);
+    let again = json(&mount, "cmd/lost/result.json");
+    assert_eq!(again["duration_ms"], duration, "{again}");
+    assert_eq!(again["finished_at"], result["finished_at"]);
+    assert!(again["exitcode"].is_null());
+}
+
+/// Bytes of output the index header of `dir` says are stored.
+fn stored_bytes(dir: &Path) -> Option<u64> {
+    let bytes = std::fs::read(dir.join("output.idx")).ok()?;
+    Some(u64::from_le_bytes(bytes.get(24..32)?.try_into().ok()?))
+}
+
+#[test]
+fn a_terminal_screen_reads_the_same_after_a_restart() {
+    let mut mount = Mount::start();
+    let drawn = "#terminalfs tty=40x10\nprintf 'first\\nsecond\\033[1;3HX\\033[6;10Hlow'";
+    assert_eq!(mount.run("drawn", drawn), "completed\n");
+    let screen = "fiXst\nsecond\n\n\n\n         low\n";
+    assert_eq!(mount.read("cmd/drawn/screen"), screen);
+    let terminal = json(&mount, "cmd/drawn/result.json")["terminal"].clone();
+    assert_eq!(terminal["cursor"]["row"], 5, "{terminal}");
+
+    mount.stop();
+    mount.spawn(&[]);
+    assert_eq!(mount.read("cmd/drawn/screen"), screen);
+    assert_eq!(json(&mount, "cmd/drawn/result.json")["terminal"], terminal);
+
+    // A terminal still running at a crash: its screen is drawn again from its output.
+    let live = "#terminalfs tty=40x10\nprintf 'one\\ntwo\\033[1;1HO'; exec sleep 300";
+    std::fs::write(mount.p("ctl/live"), live).unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/live/screen") == "One\ntwo\n"
+    }));
+    let stdout = std::fs::read(mount.p("cmd/live/stdout")).unwrap();
+    let dir = mount.spool_dirs("live")[0].clone();
+    assert!(wait_until(Duration::from_secs(10), || {
+        stored_bytes(&dir) == Some(stdout.len() as u64)
+    }));
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    mount.spawn(&[]);
+    assert_eq!(mount.read("cmd/live/status"), "error\n");
+    assert_eq!(mount.read("cmd/live/screen"), "One\ntwo\n");
+    let result = json(&mount, "cmd/live/result.json");
+    assert_eq!(result["terminal"]["cols"], 40, "{result}");
+    assert_eq!(result["terminal"]["cursor"]["col"], 1, "{result}");
+    assert_eq!(mount.read("cmd/drawn/screen"), screen);
+}
+
+#[test]
+fn the_eviction_count_survives_a_restart() {
+    let mut mount = Mount::with_args(&["--max-spool", "1m"]);
+    let evicted = |mount: &Mount, count: u32| {
+        let index = mount.read("cmd/index.md");
+        assert!(index.contains(&format!("evicted: {count}")), "{index}");
+    };
+    mount.run("a", "head -c 600000 /dev/zero");
+    mount.run("b", "head -c 600000 /dev/zero");
+    assert!(wait_until(Duration::from_secs(10), || !mount
+        .p("cmd/a")
+        .exists()));
+    evicted(&mount, 1);
+    mount.stop();
+    mount.spawn(&["--max-spool", "1m"]);
+    evicted(&mount, 1);
+
+    mount.run("c", "head -c 600000 /dev/zero");
+    assert!(wait_until(Duration::from_secs(10), || !mount
+        .p("cmd/b")
+        .exists()));
+    evicted(&mount, 2);
+    // A crash too: the count is on disk once the spool has written it.
+    let file = mount.spool.join("evicted");
+    assert!(wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&file).is_ok_and(|text| text == "2\n")
+    }));
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    mount.spawn(&["--max-spool", "1m"]);
+    evicted(&mount, 2);
+
+    // A damaged count is said in the log and starts again from 0.
+    mount.stop();
+    std::fs::write(&file, "many\n").unwrap();
+    mount.spawn(&["--max-spool", "1m"]);
+    evicted(&mount, 0);
+    assert!(
+        mount.log().contains("does not hold a count"),
+        "{}",
+        mount.log()
+    );
 }

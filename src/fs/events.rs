@@ -30,15 +30,15 @@ fn word_of(command: &Command) -> Option<(String, SystemTime)> {
         Run::Starting => None,
         Run::Job(job) => {
             let life = job.life();
-            Some(match life.exit() {
-                Some(exit) => {
-                    let word = if life.outcome() == Some(true) {
-                        "completed"
-                    } else {
-                        "error"
-                    };
+            Some(match life.outcome() {
+                Some(success) => {
+                    let word = if success { "completed" } else { "error" };
                     let at = life.finished_at().unwrap_or_else(SystemTime::now);
-                    (format!("{word} {}", exit.code), at)
+                    // No code is made up for a command whose end was never seen.
+                    match life.exit() {
+                        Some(exit) => (format!("{word} {}", exit.code), at),
+                        None => (word.to_string(), at),
+                    }
                 }
                 None if life.is_paused() => ("paused".to_string(), SystemTime::now()),
                 None => (

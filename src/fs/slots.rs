@@ -19,8 +19,8 @@ pub(super) enum When {
     Reason,
     /// A job whose shell runs.
     Running,
-    /// A job whose shell has stopped.
-    Stopped,
+    /// A job whose shell has stopped and whose exit is known.
+    Exited,
     /// Every job; never for a denied command.
     Job,
     /// A running job with a stdin pipe or terminal (until `stdin` is removed).
@@ -92,7 +92,7 @@ pub(super) const ROWS: [Row; 15] = [
         Slot::Exitcode,
         "exitcode",
         0o400,
-        When::Stopped,
+        When::Exited,
         How::Rendered(exitcode),
     ),
     row(
@@ -213,7 +213,7 @@ fn reason(facts: &Facts) -> Option<Vec<u8>> {
 
 fn screen(facts: &Facts) -> Option<Vec<u8>> {
     match facts.run {
-        Run::Job(job) => job.input()?.screen_text().map(String::into_bytes),
+        Run::Job(job) => job.screen_text().map(String::into_bytes),
         Run::Denied { .. } | Run::Starting => None,
     }
 }
@@ -230,26 +230,34 @@ fn result(facts: &Facts) -> Option<Vec<u8>> {
 
 /// Which files a command directory shows now.
 pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
-    let (denied, running, has_reason) = match &command.run {
-        Run::Denied { .. } => (true, false, true),
+    let (denied, running, exited, has_reason) = match &command.run {
+        Run::Denied { .. } => (true, false, false, true),
         // Nobody should look: lookups under it wait for its job.
-        Run::Starting => (true, false, false),
+        Run::Starting => (true, false, false, false),
         Run::Job(job) => {
             let life = job.life();
-            (false, life.is_running(), life.reason().is_some())
+            (
+                false,
+                life.is_running(),
+                life.exit().is_some(),
+                life.reason().is_some(),
+            )
         }
     };
     let input = match &command.run {
         Run::Job(job) => job.input(),
         Run::Denied { .. } | Run::Starting => None,
     };
-    let terminal = input.is_some_and(|input| input.is_terminal());
+    let terminal = match &command.run {
+        Run::Job(job) => job.is_terminal(),
+        Run::Denied { .. } | Run::Starting => false,
+    };
     ROWS.iter()
         .filter(|row| match row.when {
             When::Always => true,
             When::Reason => has_reason,
             When::Running => !denied && running,
-            When::Stopped => !denied && !running,
+            When::Exited => !denied && exited,
             When::Job => !denied,
             When::Input => running && input.is_some_and(|input| input.is_open()),
             When::Terminal => terminal,

@@ -366,6 +366,10 @@ impl Capture {
             return;
         }
         self.header.stopped = true;
+        self.spool.log(&format!(
+            "no longer storing the output of {}: {why}; what follows is counted as dropped",
+            self.name
+        ));
         self.stop_reason = Some(why);
         self.dirty = true;
         self.checkpoint();
@@ -454,6 +458,11 @@ impl Capture {
     /// held read as NUL, so offsets stay true. Stops at the stored end.
     pub fn read(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) {
         self.store.touch();
+        self.copy(stream, from, max, out);
+    }
+
+    /// [`Capture::read`] without counting as a read (for eviction and expiry).
+    pub fn copy(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) {
         let extent = self.extent(stream);
         let to = from.saturating_add(max as u64).min(extent.kept.end);
         if from >= to {

@@ -8,6 +8,9 @@
 //!     meta.json                 its record (what the caller saved; status, exit, reason)
 //!     stdout, stderr            bounded output (see `layout`)
 //!     output.idx                counts, then the index of the interleaving (see `capture`)
+//!   evicted                     how many finished commands were evicted, in decimal
+//!   alive                       its modification time: the last moment a driver was seen
+//!                               alive while commands ran (touched every checkpoint)
 //! ```
 //!
 //! A [`Store`] is one command's directory; a [`Capture`] writes and reads its output.
@@ -33,6 +36,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const META_FILE: &str = "meta.json";
 const COMMAND_FILE: &str = "command";
+const EVICTED_FILE: &str = "evicted";
+const ALIVE_FILE: &str = "alive";
 /// The version of `meta.json` this driver writes and reads.
 const META_VERSION: u64 = 1;
 
@@ -123,6 +128,9 @@ pub struct Store {
     /// checkpoint interval when no more output comes to write it. Whoever writes a
     /// header holds this lock, so an older one never lands after a newer one.
     pending: Mutex<Option<[u8; capture::HEADER as usize]>>,
+    /// A record saved but not written yet. The worker writes the newest one, so a
+    /// record replaced before the worker came to it is never written.
+    record: Mutex<Option<Vec<u8>>>,
 }
 
 fn now_ms() -> u64 {
@@ -188,8 +196,12 @@ enum Task {
     /// Writes a file of a store atomically (a temporary file renamed over it), unless the
     /// store is gone by then.
     Write(Arc<Store>, &'static str, Vec<u8>),
+    /// Writes the store's newest unwritten record, if it still has one.
+    Record(Arc<Store>),
     /// Sets a file's modification time (the last read, kept across restarts).
     Stamp(PathBuf, SystemTime),
+    /// Writes a file of the state directory itself atomically.
+    Keep(&'static str, Vec<u8>),
     Delete(PathBuf),
     /// Answers once everything before it is done.
     Barrier(crossbeam_channel::Sender<()>),
@@ -225,12 +237,17 @@ pub struct Restored {
     pub meta: Value,
     /// Its output, for a command that ran (a refused one has none).
     pub capture: Option<Capture>,
+    /// The last moment its driver is known to have been alive with it: the latest of
+    /// that driver's heartbeat and the last write to its output files.
+    pub last_seen: Option<SystemTime>,
 }
 
 /// The spool of one mount.
 pub struct Spool {
     config: SpoolConfig,
     shared: Arc<Shared>,
+    /// The heartbeat the previous driver left, read before this one beats.
+    last_alive: Option<SystemTime>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -238,18 +255,25 @@ impl Spool {
     /// Opens the spool in a directory [`prepare_dir`] accepted, and starts its worker.
     pub fn open(config: SpoolConfig, log: fn(&str)) -> std::io::Result<Arc<Spool>> {
         let (tasks, receiver) = crossbeam_channel::unbounded();
+        let evicted = read_evicted(&config.dir, log);
+        let last_alive = modified(&config.dir.join(ALIVE_FILE));
         let shared = Arc::new(Shared {
-            registry: Mutex::new(Registry::default()),
+            registry: Mutex::new(Registry {
+                evicted,
+                ..Registry::default()
+            }),
             tasks,
             log,
         });
         let registry = Arc::downgrade(&shared);
+        let dir = config.dir.clone();
         let worker = std::thread::Builder::new()
             .name("tfs-spool".into())
-            .spawn(move || work(receiver, registry, log))?;
+            .spawn(move || work(receiver, registry, &dir, log))?;
         Ok(Arc::new(Spool {
             config,
             shared,
+            last_alive,
             worker: Mutex::new(Some(worker)),
         }))
     }
@@ -265,7 +289,8 @@ impl Spool {
         self.shared.registry.lock().used
     }
 
-    /// Finished commands evicted so far to stay under `--max-spool`.
+    /// Finished commands evicted to stay under `--max-spool`, by this driver and the
+    /// ones before it on the same state directory.
     pub fn evictions(&self) -> u64 {
         self.shared.registry.lock().evicted
     }
@@ -283,6 +308,7 @@ impl Spool {
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             pending: Mutex::new(None),
+            record: Mutex::new(None),
         });
         registry.used += bytes;
         registry.stores.insert(store.id, Arc::downgrade(&store));
@@ -325,8 +351,9 @@ impl Spool {
         }
         let mut bytes = serde_json::to_vec_pretty(&meta).expect("a JSON value serialises");
         bytes.push(b'\n');
-        self.shared
-            .send(Task::Write(store.clone(), META_FILE, bytes));
+        if store.record.lock().replace(bytes).is_none() {
+            self.shared.send(Task::Record(store.clone()));
+        }
     }
 
     /// Records when `store` was last read, so a restart keeps its place in the queue
@@ -361,6 +388,7 @@ impl Spool {
             return Ok(());
         }
         let mut victims = Vec::new();
+        let mut evicted = 0;
         let result = {
             let mut registry = self.shared.registry.lock();
             loop {
@@ -388,9 +416,16 @@ impl Spool {
                 let bytes = victim.bytes.load(Ordering::SeqCst);
                 registry.used = registry.used.saturating_sub(bytes);
                 registry.evicted += 1;
+                evicted = registry.evicted;
                 victims.push(victim);
             }
         };
+        if !victims.is_empty() {
+            self.shared.send(Task::Keep(
+                EVICTED_FILE,
+                format!("{evicted}\n").into_bytes(),
+            ));
+        }
         for victim in victims {
             (self.shared.log)(&format!(
                 "evicted {} ({}) to stay under --max-spool {}",
@@ -438,11 +473,18 @@ impl Spool {
         }
         let command = std::fs::read(dir.join(COMMAND_FILE))
             .map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?;
-        let last_read = std::fs::metadata(&meta_path)
-            .ok()
-            .and_then(|m| m.modified().ok())
+        let last_read = modified(&meta_path)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or_else(now_ms, |d| d.as_millis() as u64);
+        let last_seen = [
+            capture::STDOUT_FILE,
+            capture::STDERR_FILE,
+            capture::INDEX_FILE,
+        ]
+        .iter()
+        .filter_map(|file| modified(&dir.join(file)))
+        .chain(self.last_alive)
+        .max();
         let name = meta["name"].as_str().unwrap_or_default().to_string();
         let index_path = dir.join(capture::INDEX_FILE);
         if !index_path.exists() {
@@ -459,6 +501,7 @@ impl Spool {
                 command,
                 meta,
                 capture,
+                last_seen,
             });
         }
         let mut bytes = vec![0u8; capture::HEADER as usize];
@@ -488,6 +531,7 @@ impl Spool {
             command,
             meta,
             capture: Some(capture),
+            last_seen,
         })
     }
 
@@ -513,7 +557,32 @@ impl Drop for Spool {
     }
 }
 
-fn work(tasks: crossbeam_channel::Receiver<Task>, shared: Weak<Shared>, log: fn(&str)) {
+/// The eviction count an earlier driver left; 0 when there is none, and when it
+/// cannot be read (said in the log).
+fn read_evicted(dir: &Path, log: fn(&str)) -> u64 {
+    let path = dir.join(EVICTED_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().unwrap_or_else(|_| {
+            log(&format!(
+                "ignored {}: it does not hold a count; eviction counts start again from 0",
+                path.display()
+            ));
+            0
+        }),
+        Err(_) => 0,
+    }
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).ok()?.modified().ok()
+}
+
+fn work(
+    tasks: crossbeam_channel::Receiver<Task>,
+    shared: Weak<Shared>,
+    state_dir: &Path,
+    log: fn(&str),
+) {
     let mut swept = std::time::Instant::now();
     loop {
         let task = match tasks.recv_timeout(capture::CHECKPOINT) {
@@ -525,21 +594,24 @@ fn work(tasks: crossbeam_channel::Receiver<Task>, shared: Weak<Shared>, log: fn(
             swept = std::time::Instant::now();
             if let Some(shared) = shared.upgrade() {
                 write_pending_headers(&shared);
+                if running(&shared) {
+                    beat(&state_dir.join(ALIVE_FILE));
+                }
             }
         }
         let Some(task) = task else {
             continue;
         };
         match task {
-            Task::Write(store, name, bytes) => {
-                if store.is_gone() {
-                    continue;
+            Task::Record(store) => {
+                let newest = store.record.lock().take();
+                if let (Some(bytes), false) = (newest, store.is_gone()) {
+                    write_logged(&store.dir, META_FILE, &bytes, log);
                 }
-                if let Err(e) = write_atomically(&store.dir, name, &bytes) {
-                    log(&format!(
-                        "cannot write {}: {e}",
-                        store.dir.join(name).display()
-                    ));
+            }
+            Task::Write(store, name, bytes) => {
+                if !store.is_gone() {
+                    write_logged(&store.dir, name, &bytes, log);
                 }
             }
             Task::Stamp(path, time) => {
@@ -547,6 +619,7 @@ fn work(tasks: crossbeam_channel::Receiver<Task>, shared: Weak<Shared>, log: fn(
                     let _ = file.set_modified(time);
                 }
             }
+            Task::Keep(name, bytes) => write_logged(state_dir, name, &bytes, log),
             Task::Delete(dir) => {
                 if let Err(e) = std::fs::remove_dir_all(&dir) {
                     if e.kind() != std::io::ErrorKind::NotFound {
@@ -558,6 +631,33 @@ fn work(tasks: crossbeam_channel::Receiver<Task>, shared: Weak<Shared>, log: fn(
                 let _ = done.send(());
             }
         }
+    }
+}
+
+/// Whether any command's output may still arrive.
+fn running(shared: &Shared) -> bool {
+    // Collected first: the last reference to a store may be dropped here, and its
+    // drop takes the registry's lock.
+    let stores: Vec<Arc<Store>> = {
+        let registry = shared.registry.lock();
+        registry.stores.values().filter_map(Weak::upgrade).collect()
+    };
+    stores
+        .iter()
+        .any(|store| !store.finished.load(Ordering::SeqCst) && !store.is_gone())
+}
+
+/// Marks the driver alive now, so a restart after a crash knows until when the
+/// commands it finds unfinished were still running at least.
+fn beat(path: &Path) {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path);
+    if let Ok(file) = file {
+        let _ = file.set_modified(SystemTime::now());
     }
 }
 
@@ -579,6 +679,13 @@ fn write_pending_headers(shared: &Shared) {
                 let _ = std::os::unix::fs::FileExt::write_all_at(&file, &header, 0);
             }
         }
+    }
+}
+
+/// [`write_atomically`], saying in the log when it fails.
+fn write_logged(dir: &Path, name: &str, bytes: &[u8], log: fn(&str)) {
+    if let Err(e) = write_atomically(dir, name, bytes) {
+        log(&format!("cannot write {}: {e}", dir.join(name).display()));
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::spool::{Capture, Extent, Store};
 use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::input::Input;
-use crate::supervisor::terminal::TerminalSize;
+use crate::supervisor::terminal::{Screen, TerminalSize};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub struct Exit {
 }
 
 impl Exit {
-    /// The account of a shell that never ran (or whose end was never seen): -1, no usage.
+    /// The account of a shell that never ran: -1, no usage.
     fn never_ran() -> Exit {
         Exit {
             code: -1,
@@ -129,7 +129,9 @@ pub struct Done {
     pub started_at: Option<SystemTime>,
     pub finished_at: Option<SystemTime>,
     pub duration: Option<Duration>,
-    pub exit: Exit,
+    /// None when its end was never seen: it still ran when an earlier driver stopped
+    /// without seeing it end (a crash), so its exit code is unknown.
+    pub exit: Option<Exit>,
     pub end: End,
 }
 
@@ -180,7 +182,7 @@ impl Life {
 
     pub fn exit(&self) -> Option<&Exit> {
         match self {
-            Life::Done(done) => Some(&done.exit),
+            Life::Done(done) => done.exit.as_ref(),
             _ => None,
         }
     }
@@ -267,8 +269,14 @@ impl Life {
     /// None while the shell runs; then whether it succeeded: exit 0 and not stopped
     /// by the driver.
     pub fn outcome(&self) -> Option<bool> {
-        let exit = self.exit()?;
-        Some(exit.code == 0 && !self.killed() && !self.interrupted())
+        match self {
+            Life::Done(done) => Some(
+                done.exit.as_ref().is_some_and(|exit| exit.code == 0)
+                    && !self.killed()
+                    && !self.interrupted(),
+            ),
+            _ => None,
+        }
     }
 }
 
@@ -304,6 +312,66 @@ pub struct Job {
     memory: Option<(u64, bool)>,
     /// Its stdin pipe or terminal, when it has one.
     input: Option<Input>,
+    /// For a command on a terminal that an earlier driver ran: its last screen.
+    kept_screen: Option<KeptScreen>,
+}
+
+/// A terminal's screen as the record keeps it, so `screen` and `result.json` read the
+/// same after a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KeptScreen {
+    size: TerminalSize,
+    /// (row, column), from 0.
+    cursor: (u16, u16),
+    text: String,
+}
+
+impl KeptScreen {
+    fn record(&self) -> Value {
+        json!({
+            "cols": self.size.cols,
+            "rows": self.size.rows,
+            "cursor": [self.cursor.0, self.cursor.1],
+            "screen": self.text,
+        })
+    }
+
+    /// The screen drawn again from the terminal's whole output; None when part of it
+    /// was dropped (a screen cannot be drawn from part of the stream).
+    fn redraw(size: TerminalSize, capture: &Capture) -> Option<KeptScreen> {
+        let extent = capture.extent(Stream::Stdout);
+        if extent.dropped() > 0 {
+            return None;
+        }
+        let mut screen = Screen::new(size);
+        let mut at = 0;
+        while at < extent.kept.end {
+            let mut chunk = Vec::new();
+            capture.copy(Stream::Stdout, at, 1 << 20, &mut chunk);
+            if chunk.is_empty() {
+                break;
+            }
+            at += chunk.len() as u64;
+            screen.feed(&chunk);
+        }
+        Some(KeptScreen {
+            size,
+            cursor: screen.cursor(),
+            text: screen.text(),
+        })
+    }
+
+    fn from_record(value: &Value) -> Option<KeptScreen> {
+        let number = |v: &Value| v.as_u64().and_then(|n| u16::try_from(n).ok());
+        Some(KeptScreen {
+            size: TerminalSize {
+                cols: number(&value["cols"])?,
+                rows: number(&value["rows"])?,
+            },
+            cursor: (number(&value["cursor"][0])?, number(&value["cursor"][1])?),
+            text: value["screen"].as_str()?.to_string(),
+        })
+    }
 }
 
 impl Job {
@@ -329,6 +397,7 @@ impl Job {
             containment,
             memory,
             input,
+            kept_screen: None,
             state: Mutex::new(State {
                 life: Life::Starting,
                 capture,
@@ -340,12 +409,15 @@ impl Job {
     }
 
     /// A job an earlier driver left in the spool, from the record it saved; it has
-    /// stopped. One that was still running then comes back as stopped by the driver.
+    /// stopped. One that was still running then comes back as stopped by the driver;
+    /// if that driver never saw it end, it has no exit code and it finished at
+    /// `last_seen`, the last moment that driver was known alive with it.
     pub fn restore(
         id: u64,
         meta: &Value,
         mut capture: Capture,
         kill_grace: Duration,
+        last_seen: Option<SystemTime>,
     ) -> Result<Job, String> {
         let name = meta["name"].as_str().ok_or("the record has no name")?;
         let time = |key: &str| {
@@ -378,8 +450,16 @@ impl Job {
             End::Exited { note: reason }
         };
         let started_at = time("started_at_ms");
-        let finished_at = time("finished_at_ms").or(started_at);
+        let finished_at = time("finished_at_ms").or_else(|| match exit {
+            None => started_at.map(|started| last_seen.map_or(started, |seen| seen.max(started))),
+            Some(_) => started_at,
+        });
         capture.seal();
+        let kept_screen = KeptScreen::from_record(&meta["terminal"]).map(|kept| match exit {
+            // Saved before its last output, while it still ran.
+            None => KeptScreen::redraw(kept.size, &capture).unwrap_or(kept),
+            Some(_) => kept,
+        });
         let job = Job {
             id,
             name: name.to_string(),
@@ -387,6 +467,7 @@ impl Job {
             containment: meta["containment"].as_str().unwrap_or("").to_string(),
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
+            kept_screen,
             state: Mutex::new(State {
                 life: Life::Done(Done {
                     pid: meta["pid"].as_i64().map(|p| p as i32),
@@ -396,7 +477,7 @@ impl Job {
                         .as_u64()
                         .map(Duration::from_millis)
                         .or_else(|| finished_at?.duration_since(started_at?).ok()),
-                    exit: exit.unwrap_or_else(Exit::never_ran),
+                    exit,
                     end,
                 }),
                 capture,
@@ -446,7 +527,48 @@ impl Job {
             "reason": life.reason(),
             "containment": self.containment,
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
+            "terminal": self.kept_screen_now().map(|kept| kept.record()),
         })
+    }
+
+    /// The screen as it reads now, for a job on a terminal (live or restored).
+    fn kept_screen_now(&self) -> Option<KeptScreen> {
+        match &self.input {
+            Some(input) if input.is_terminal() => {
+                let (size, cursor) = input.terminal_state()?;
+                Some(KeptScreen {
+                    size,
+                    cursor,
+                    text: input.screen_text()?,
+                })
+            }
+            _ => self.kept_screen.clone(),
+        }
+    }
+
+    /// Whether the command ran on a terminal (it has a `screen`).
+    pub fn is_terminal(&self) -> bool {
+        self.input.as_ref().is_some_and(Input::is_terminal) || self.kept_screen.is_some()
+    }
+
+    /// The terminal's screen as text: live, or as it was last saved for a command an
+    /// earlier driver ran.
+    pub fn screen_text(&self) -> Option<String> {
+        match &self.input {
+            Some(input) if input.is_terminal() => input.screen_text(),
+            _ => self.kept_screen.as_ref().map(|kept| kept.text.clone()),
+        }
+    }
+
+    /// The terminal's size and cursor, live or as last saved.
+    fn terminal_state(&self) -> Option<(TerminalSize, (u16, u16))> {
+        match &self.input {
+            Some(input) if input.is_terminal() => input.terminal_state(),
+            _ => self
+                .kept_screen
+                .as_ref()
+                .map(|kept| (kept.size, kept.cursor)),
+        }
     }
 
     /// Saves the record; once the shell has stopped and no pipe is left open, the
@@ -509,7 +631,7 @@ impl Job {
             started_at: Some(now),
             finished_at: Some(now),
             duration: Some(Duration::ZERO),
-            exit: Exit::never_ran(),
+            exit: Some(Exit::never_ran()),
             end: End::NotStarted(why),
         });
         self.save(&mut state);
@@ -572,7 +694,7 @@ impl Job {
             started_at,
             finished_at: Some(SystemTime::now()),
             duration: since.map(|since| since.elapsed()),
-            exit,
+            exit: Some(exit),
             end,
         });
         self.save(&mut state);
@@ -741,7 +863,7 @@ impl Job {
             output: bytes(Stream::Output),
             containment: self.containment.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
-            terminal: self.input.as_ref().and_then(Input::terminal_state),
+            terminal: self.terminal_state(),
         }
     }
 
@@ -953,8 +1075,8 @@ mod tests {
         for job in &jobs {
             let record = job.record(&job.state.lock());
             let capture = spool.capture("again", b"true");
-            let restored =
-                Job::restore(2, &record, capture, Duration::ZERO).expect("the record reads back");
+            let restored = Job::restore(2, &record, capture, Duration::ZERO, None)
+                .expect("the record reads back");
             let (before, after) = (job.life(), restored.life());
             let interrupted = before.interrupted() || before.is_running();
             assert_eq!(after.interrupted(), interrupted, "{before:?}");

@@ -281,9 +281,10 @@ impl Supervisor {
         &self,
         meta: &serde_json::Value,
         capture: crate::spool::Capture,
+        last_seen: Option<std::time::SystemTime>,
     ) -> Result<Arc<Job>, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        Job::restore(id, meta, capture, self.config.kill_grace).map(Arc::new)
+        Job::restore(id, meta, capture, self.config.kill_grace, last_seen).map(Arc::new)
     }
 
     /// Who forks commands: "a spawner process" or "the driver".
