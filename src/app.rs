@@ -5,7 +5,7 @@
 
 use crate::config::Config;
 use crate::fs::{Comeback, Returning, Tree, TreeConfig};
-use crate::fuse::{self, Wake};
+use crate::fuse;
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
 use crate::spool::{Restored, Spool, SpoolConfig};
@@ -373,8 +373,8 @@ fn serve(
         log,
     )
     .map_err(|e| format!("cannot start the spool: {e}"))?;
-    let (sender, receiver) = crossbeam_channel::unbounded();
-    let notify_sender = sender.clone();
+    let (wakes, receiver) = fuse::Wakes::new();
+    let notify_wakes = wakes.clone();
     let supervisor = Arc::new(
         Supervisor::start(
             SupervisorConfig {
@@ -391,9 +391,7 @@ fn serve(
                 },
             },
             spool.clone(),
-            Arc::new(move |id| {
-                let _ = notify_sender.send(Wake::Job(id));
-            }),
+            Arc::new(move |id, news| notify_wakes.job(id, news)),
         )
         .map_err(|e| format!("cannot start the supervisor: {e}"))?,
     );
@@ -445,7 +443,7 @@ fn serve(
             started.elapsed().as_millis()
         ));
     }
-    let parts = fuse::build(tree.clone(), sender, receiver);
+    let parts = fuse::build(tree.clone(), wakes, receiver);
     let mut waker = parts.waker;
     let reloader = policy.spawn_reloader(Duration::from_millis(500), log);
 

@@ -18,6 +18,7 @@ use crate::fs::stderr::stderr_job;
 use crate::fs::{
     Attr, Error as TreeError, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write, ANY_JOB,
 };
+use crate::supervisor::News;
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner,
@@ -25,7 +26,7 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use parking_lot::Mutex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,18 +78,126 @@ struct Parked {
     pid: u32,
     deadline: Instant,
     op: Op,
+    /// Counts this reply as waiting for `job`'s news until it is answered.
+    _waiting: Waiting,
+}
+
+/// What a parked reply waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Awaited {
+    /// A release or a decision (lookups that race a writer's close or a start).
+    Release,
+    /// News of this kind about job `id` ([`ANY_JOB`]: any job's).
+    Job(u64, News),
+}
+
+/// How news reaches the waker. News that no parked reply waits for is not sent: a loud
+/// command reports every chunk it writes, and waking the waker for each one (to retry
+/// a `wait` that only an exit can answer) cost as much as a quarter of the capture.
+#[derive(Clone)]
+pub struct Wakes {
+    sender: Sender<Wake>,
+    /// Parked replies not answered yet, by what they wait for.
+    waiting: Arc<Mutex<HashMap<Awaited, usize>>>,
+}
+
+impl Wakes {
+    /// The sending side, and the receiver the waker thread reads.
+    pub fn new() -> (Wakes, Receiver<Wake>) {
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let wakes = Wakes {
+            sender,
+            waiting: Arc::new(Mutex::new(HashMap::new())),
+        };
+        (wakes, receiver)
+    }
+
+    /// Job `id` has news.
+    pub fn job(&self, id: u64, news: News) {
+        if self.wanted(Some((id, news))) {
+            let _ = self.sender.send(Wake::Job(id));
+        }
+    }
+
+    /// A handle was released or a command appeared: parked lookups may find theirs.
+    fn released(&self) {
+        if self.wanted(None) {
+            let _ = self.sender.send(Wake::Released);
+        }
+    }
+
+    /// Whether a parked reply waits for this news (None: a release). Output news
+    /// answers readers of output; state news answers those too.
+    fn wanted(&self, news: Option<(u64, News)>) -> bool {
+        let waiting = self.waiting.lock();
+        let any = |awaited: Awaited| waiting.get(&awaited).is_some_and(|n| *n > 0);
+        let about = |id: u64| match news {
+            Some((_, News::Output)) => any(Awaited::Job(id, News::Output)),
+            _ => any(Awaited::Job(id, News::Output)) || any(Awaited::Job(id, News::State)),
+        };
+        // `/events` hears of every job and every decision.
+        about(ANY_JOB)
+            || match news {
+                Some((id, _)) => about(id),
+                None => any(Awaited::Release),
+            }
+    }
+
+    fn send(&self, wake: Wake) {
+        let _ = self.sender.send(wake);
+    }
+
+    /// Counts one reply as waiting for `awaited` until the returned value is dropped.
+    /// Taken before the reply is parked, so news after it is always sent, and news
+    /// before it is found by the look the parking itself asks for.
+    fn waiting(&self, awaited: Awaited) -> Waiting {
+        *self.waiting.lock().entry(awaited).or_insert(0) += 1;
+        Waiting {
+            waiting: self.waiting.clone(),
+            awaited,
+        }
+    }
+}
+
+/// One parked reply's place in [`Wakes`]' count; it leaves when the reply is answered.
+struct Waiting {
+    waiting: Arc<Mutex<HashMap<Awaited, usize>>>,
+    awaited: Awaited,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let mut waiting = self.waiting.lock();
+        if let Some(count) = waiting.get_mut(&self.awaited) {
+            *count -= 1;
+            if *count == 0 {
+                waiting.remove(&self.awaited);
+            }
+        }
+    }
 }
 
 /// Replies waiting for news.
 pub struct Lot {
     parked: Mutex<Vec<Parked>>,
-    wake: Sender<Wake>,
+    wakes: Wakes,
     closed: AtomicBool,
 }
 
 impl Lot {
-    fn park(&self, tree: &Tree, parked: Parked) {
-        let job = parked.job;
+    /// Parks a reply until what it awaits happens or `deadline` passes.
+    fn park(&self, tree: &Tree, awaited: Awaited, pid: u32, deadline: Instant, op: Op) {
+        let job = match awaited {
+            Awaited::Job(id, _) => Some(id),
+            Awaited::Release => None,
+        };
+        let parked = Parked {
+            job,
+            pid,
+            deadline,
+            op,
+            _waiting: self.wakes.waiting(awaited),
+        };
         {
             // `closed` is set under the same lock, so a reply is either in the lot
             // before the waker empties it for the last time, or answered here.
@@ -98,7 +207,7 @@ impl Lot {
                 drop(lot);
                 // The news may have come between the tree's answer and the push
                 // above; a fresh wake-up makes the waker look again.
-                let _ = self.wake.send(match job {
+                self.wakes.send(match job {
                     Some(id) => Wake::Job(id),
                     None => Wake::Released,
                 });
@@ -122,7 +231,7 @@ pub struct Parts {
 }
 
 pub struct Waker {
-    sender: Sender<Wake>,
+    wakes: Wakes,
     thread: Option<JoinHandle<()>>,
     ticker: Sender<Tick>,
     ticker_thread: Option<JoinHandle<()>>,
@@ -143,7 +252,7 @@ impl Waker {
         if let Some(thread) = self.ticker_thread.take() {
             let _ = thread.join();
         }
-        let _ = self.sender.send(Wake::Shutdown);
+        self.wakes.send(Wake::Shutdown);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -156,21 +265,19 @@ impl Drop for Waker {
     }
 }
 
-/// Builds the adapter. `sender`/`receiver` are the channel the supervisor's notify
-/// callback sends `Wake::Job` into.
-pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) -> Parts {
+/// Builds the adapter. `wakes`/`receiver` come from [`Wakes::new`]; the supervisor's
+/// notify callback calls [`Wakes::job`].
+pub fn build(tree: Arc<Tree>, wakes: Wakes, receiver: Receiver<Wake>) -> Parts {
     let lot = Arc::new(Lot {
         parked: Mutex::new(Vec::new()),
-        wake: sender.clone(),
+        wakes: wakes.clone(),
         closed: AtomicBool::new(false),
     });
     let (ticker, ticks) = crossbeam_channel::unbounded();
-    let changed = sender.clone();
+    let changed = wakes.clone();
     let start = ticker.clone();
     tree.set_hooks(Hooks {
-        changed: Box::new(move || {
-            let _ = changed.send(Wake::Released);
-        }),
+        changed: Box::new(move || changed.released()),
         start_wanted: Box::new(move || {
             let _ = start.send(Tick::Start);
         }),
@@ -189,7 +296,7 @@ pub fn build(tree: Arc<Tree>, sender: Sender<Wake>, receiver: Receiver<Wake>) ->
     Parts {
         driver: Driver { tree, lot },
         waker: Waker {
-            sender,
+            wakes,
             thread: Some(thread),
             ticker,
             ticker_thread: Some(ticker_thread),
@@ -512,19 +619,17 @@ impl Filesystem for Driver {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
             Ok(Lookup::Later(later)) => self.lot.park(
                 &self.tree,
-                Parked {
-                    job: None,
-                    pid: req.pid(),
-                    deadline: Instant::now()
-                        + match later {
-                            Later::Close => LOOKUP_PATIENCE,
-                            Later::Start => self.tree.config().wait_timeout,
-                        },
-                    op: Op::Lookup {
-                        parent: parent.0,
-                        name: name.to_os_string(),
-                        reply,
+                Awaited::Release,
+                req.pid(),
+                Instant::now()
+                    + match later {
+                        Later::Close => LOOKUP_PATIENCE,
+                        Later::Start => self.tree.config().wait_timeout,
                     },
+                Op::Lookup {
+                    parent: parent.0,
+                    name: name.to_os_string(),
+                    reply,
                 },
             ),
             Err(e) => reply.error(failed("lookup", format_args!("{}/{:?}", parent.0, name), e)),
@@ -717,18 +822,16 @@ impl Filesystem for Driver {
     ) {
         match self.tree.read(fh.0, offset, size) {
             Ok(Read::Data(bytes)) => reply.data(&bytes),
-            Ok(Read::Pending { job }) => self.lot.park(
+            Ok(Read::Pending { job, news }) => self.lot.park(
                 &self.tree,
-                Parked {
-                    job: Some(job),
-                    pid: req.pid(),
-                    deadline: Instant::now() + self.tree.config().wait_timeout,
-                    op: Op::Read {
-                        fh: fh.0,
-                        offset,
-                        size,
-                        reply,
-                    },
+                Awaited::Job(job, news),
+                req.pid(),
+                Instant::now() + self.tree.config().wait_timeout,
+                Op::Read {
+                    fh: fh.0,
+                    offset,
+                    size,
+                    reply,
                 },
             ),
             Err(e) => reply.error(failed(
@@ -761,15 +864,13 @@ impl Filesystem for Driver {
             Ok(Write::Done(n)) => reply.written(n),
             Ok(Write::Pending { job }) => self.lot.park(
                 &self.tree,
-                Parked {
-                    job: Some(job),
-                    pid: req.pid(),
-                    deadline: Instant::now() + self.tree.config().wait_timeout,
-                    op: Op::Write {
-                        fh: fh.0,
-                        data: data.to_vec(),
-                        reply,
-                    },
+                Awaited::Job(job, News::State),
+                req.pid(),
+                Instant::now() + self.tree.config().wait_timeout,
+                Op::Write {
+                    fh: fh.0,
+                    data: data.to_vec(),
+                    reply,
                 },
             ),
             Err(e) => reply.error(failed(
@@ -817,7 +918,7 @@ impl Filesystem for Driver {
         }
         self.tree.release(fh.0);
         reply.ok();
-        let _ = self.lot.wake.send(Wake::Released);
+        self.lot.wakes.released();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

@@ -11,7 +11,7 @@ use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write, ANY_JOB};
 use super::view::View;
 use super::Tree;
-use crate::supervisor::{InputError, Stream, KEYS_NEED_A_TERMINAL};
+use crate::supervisor::{InputError, News, Stream, KEYS_NEED_A_TERMINAL};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -356,7 +356,12 @@ impl Tree {
             let said = match answer {
                 Some(said) => *said,
                 None => match job.outcome() {
-                    None => return Ok(Read::Pending { job: job.id() }),
+                    None => {
+                        return Ok(Read::Pending {
+                            job: job.id(),
+                            news: News::State,
+                        })
+                    }
                     outcome => *answer.insert(pages::wait_answer(outcome)),
                 },
             };
@@ -371,7 +376,10 @@ impl Tree {
             }
             return Ok(match bytes {
                 Some(bytes) => Read::Data(bytes),
-                None => Read::Pending { job: ANY_JOB },
+                None => Read::Pending {
+                    job: ANY_JOB,
+                    news: News::State,
+                },
             });
         }
         let handle = state
@@ -392,7 +400,10 @@ impl Tree {
             drop(state);
             let (bytes, running) = view.read(&job, stream, offset, size);
             if follow && bytes.is_empty() && running {
-                return Ok(Read::Pending { job: job.id() });
+                return Ok(Read::Pending {
+                    job: job.id(),
+                    news: News::Output,
+                });
             }
             return Ok(Read::Data(bytes));
         }

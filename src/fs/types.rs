@@ -1,6 +1,7 @@
 //! The values the tree answers with: attributes, errno values, what an open asks for
 //! and what a read or lookup gives back.
 
+use crate::supervisor::News;
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -105,9 +106,11 @@ pub const ANY_JOB: u64 = u64::MAX;
 #[derive(Debug)]
 pub enum Read {
     Data(Vec<u8>),
-    /// Nothing to say yet; ask again when job `job` has news.
+    /// Nothing to say yet; ask again when job `job` has news of this kind (news of
+    /// its state also answers a read that waits for output).
     Pending {
         job: u64,
+        news: News,
     },
 }
 

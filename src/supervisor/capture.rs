@@ -61,6 +61,8 @@ pub struct Capture {
     stdout: Mutex<Option<OwnedFd>>,
     /// The stdout pipe's raw descriptor, for polling, -1 when there is none.
     stdout_raw: RawFd,
+    /// The stdout pipe was found full once and has been enlarged.
+    loud: AtomicBool,
     /// The child has not exec'd yet and may open the stderr file: its name may be
     /// looked up.
     opening: AtomicBool,
@@ -129,6 +131,7 @@ impl Capture {
             job,
             stdout: Mutex::new(Some(stdout)),
             stdout_raw,
+            loud: AtomicBool::new(false),
             opening: AtomicBool::new(true),
             stderr_handles: AtomicU32::new(0),
             stderr_pipe_ended: AtomicBool::new(false),
@@ -163,6 +166,10 @@ impl Capture {
                 Pumped::Closed
             }
             Ok(n) => {
+                // A read that fills the buffer found a writer faster than the pump.
+                if n == buffer.len() && !self.loud.swap(true, Ordering::Relaxed) {
+                    super::pump::enlarge_pipe(fd.as_raw_fd());
+                }
                 self.job.append(Stream::Stdout, &buffer[..n]);
                 Pumped::Bytes(n)
             }

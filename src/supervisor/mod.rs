@@ -3,8 +3,8 @@
 //! group on request (SIGTERM, then SIGKILL after a grace period).
 //!
 //! It knows nothing about FUSE or the tree. Whoever cares about progress passes a
-//! [`Notify`] callback; it is called with a job id whenever that job gained output or
-//! changed state, from the supervisor's own threads, and must not block.
+//! [`Notify`] callback; it is called with a job id and [`News`] whenever that job gained
+//! output or changed state, from the supervisor's own threads, and must not block.
 //!
 //! Threads: one pump thread polls every pipe (and, on Linux, every pidfd) and owns all
 //! reading and reaping; one timer thread delivers the delayed SIGKILLs and time limits;
@@ -104,8 +104,19 @@ fn script_file(text: &[u8]) -> std::io::Result<OwnedFd> {
     Ok(file.into())
 }
 
+/// What a job's news is about, so that a reader waiting for one kind is not woken by
+/// the other (a loud command has output news for every chunk it writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum News {
+    /// It wrote output.
+    Output,
+    /// Its state changed: it started or stopped, was paused or continued, one of its
+    /// streams ended, its input has room.
+    State,
+}
+
 /// Called with a job id whenever the job has news; must return quickly.
-pub type Notify = Arc<dyn Fn(u64) + Send + Sync>;
+pub type Notify = Arc<dyn Fn(u64, News) + Send + Sync>;
 
 /// What the supervisor needs to run commands, fixed at start.
 #[derive(Debug, Clone)]
@@ -337,14 +348,14 @@ impl Supervisor {
             return false;
         };
         capture.stderr(bytes);
-        (self.notify)(id);
+        (self.notify)(id, News::Output);
         true
     }
 
     /// A handle of job `id`'s stderr file was released.
     pub fn stderr_release(&self, id: u64) {
         self.registry.stderr_released(id);
-        (self.notify)(id);
+        (self.notify)(id, News::State);
     }
 
     /// Starts a command. Never fails: a shell that cannot start gives a job that has
@@ -422,7 +433,7 @@ impl Supervisor {
                 return self.failed(job, &message);
             }
         }
-        (self.notify)(id);
+        (self.notify)(id, News::State);
         job
     }
 
@@ -520,7 +531,7 @@ impl Supervisor {
     fn failed(&self, job: Arc<Job>, message: &str) -> Arc<Job> {
         job.mark_failed_to_start(message);
         job.remove_cgroup_if_done();
-        (self.notify)(job.id());
+        (self.notify)(job.id(), News::State);
         job
     }
 
@@ -536,7 +547,7 @@ impl Supervisor {
                 Instant::now() + self.config.kill_grace,
                 TimerAction::Kill(job.clone()),
             );
-            (self.notify)(job.id());
+            (self.notify)(job.id(), News::State);
         }
     }
 
@@ -545,7 +556,7 @@ impl Supervisor {
     /// that has stopped.
     pub fn signal(&self, job: &Arc<Job>, signal: i32) {
         if job.signal(signal) {
-            (self.notify)(job.id());
+            (self.notify)(job.id(), News::State);
         }
     }
 
@@ -643,7 +654,7 @@ mod tests {
                     spawner: None,
                 },
                 spool,
-                Arc::new(|_| {}),
+                Arc::new(|_, _| {}),
             )
             .expect("the supervisor starts"),
         );

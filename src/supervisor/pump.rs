@@ -21,7 +21,7 @@ use crate::supervisor::capture::{Capture, Pumped, Registry, CHUNK};
 use crate::supervisor::job::{Exit, Job, Stream};
 use crate::supervisor::spawn::{self, Stage};
 use crate::supervisor::spawner::{self, Reaped};
-use crate::supervisor::Notify;
+use crate::supervisor::{News, Notify};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -33,16 +33,18 @@ use std::thread::JoinHandle;
 const READS_PER_ROUND: usize = 16;
 /// Reads that take what a pipe holds when its shell exits: more than a full pipe.
 const READS_AT_EXIT: usize = 8;
-/// The size asked for each pipe: fewer wake-ups and larger reads (Linux only).
+/// The size asked for a loud command's stdout pipe: fewer sleeps and wake-ups of the
+/// writer and the pump (Linux only). Pipes start at the default size (64 KiB): a
+/// user's pipe buffers are counted together (`pipe-user-pages-soft`, 64 MiB), and past
+/// that count every new pipe of the user gets two pages, so quiet commands must not
+/// take more than they use.
 #[cfg(target_os = "linux")]
-const PIPE_SIZE: i32 = 256 << 10;
+const LOUD_PIPE_SIZE: i32 = 1 << 20;
 
-/// Makes a pipe for a command's output: close-on-exec, read end non-blocking,
-/// enlarged.
+/// Makes a pipe for a command's output: close-on-exec, read end non-blocking.
 pub fn make_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let (read, write) = pipe()?;
     set_nonblocking(read.as_raw_fd());
-    enlarge_pipe(read.as_raw_fd());
     Ok((read, write))
 }
 
@@ -295,7 +297,7 @@ fn run(
             }
         }
 
-        let mut news: Vec<u64> = Vec::new();
+        let mut news: Vec<(u64, News)> = Vec::new();
         for (index, id) in order.iter().enumerate() {
             let Some(source) = sources.get_mut(id) else {
                 continue;
@@ -303,12 +305,12 @@ fn run(
             let base = 2 + 4 * index;
             let [out_fd, err_fd, status_fd, pid_fd] =
                 [fds[base], fds[base + 1], fds[base + 2], fds[base + 3]];
-            let mut changed = false;
+            let mut changed = None;
             if out_fd.revents != 0 {
-                changed |= pump_stdout(&source.capture, &mut buffer, READS_PER_ROUND);
+                changed = pump_stdout(&source.capture, &mut buffer, READS_PER_ROUND);
             }
             if err_fd.revents != 0 {
-                changed |= pump_stderr(source, &mut buffer, READS_PER_ROUND);
+                changed = either(changed, pump_stderr(source, &mut buffer, READS_PER_ROUND));
             }
             if status_fd.revents != 0 {
                 read_status(source);
@@ -352,14 +354,14 @@ fn run(
                     }
                 }
                 source.reaped = true;
-                changed = true;
+                changed = Some(News::State);
             }
-            if changed {
-                news.push(*id);
+            if let Some(changed) = changed {
+                news.push((*id, changed));
             }
         }
-        for id in news {
-            notify(id);
+        for (id, news) in news {
+            notify(id, news);
         }
         sources.retain(|id, source| {
             let over = source.over();
@@ -402,43 +404,52 @@ fn pollfd(fd: RawFd) -> libc::pollfd {
     }
 }
 
-/// Up to `reads` reads of a command's stdout; whether anything changed.
-fn pump_stdout(capture: &Capture, buffer: &mut [u8], reads: usize) -> bool {
-    let mut changed = false;
+/// The news of two things that happened to one job: a change of state says more than
+/// output (whoever waits for output also hears of state changes).
+fn either(a: Option<News>, b: Option<News>) -> Option<News> {
+    match (a, b) {
+        (Some(News::State), _) | (_, Some(News::State)) => Some(News::State),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Up to `reads` reads of a command's stdout; the news they make, if any.
+fn pump_stdout(capture: &Capture, buffer: &mut [u8], reads: usize) -> Option<News> {
+    let mut news = None;
     for _ in 0..reads {
         match capture.pump_stdout(buffer) {
-            Pumped::Bytes(_) => changed = true,
+            Pumped::Bytes(_) => news = Some(News::Output),
             Pumped::Empty => break,
-            Pumped::Closed => return true,
+            Pumped::Closed => return Some(News::State),
         }
     }
-    changed
+    news
 }
 
 /// Up to `reads` reads of a command's stderr pipe into the job; closes it at
-/// end-of-file.
-fn pump_stderr(source: &mut Source, buffer: &mut [u8], reads: usize) -> bool {
-    let mut changed = false;
+/// end-of-file. The news they make, if any.
+fn pump_stderr(source: &mut Source, buffer: &mut [u8], reads: usize) -> Option<News> {
+    let mut news = None;
     for _ in 0..reads {
         let Some(fd) = source.stderr.as_ref() else {
-            return changed;
+            return news;
         };
         // SAFETY: reading into a valid buffer from a descriptor we own.
         let n = unsafe { libc::read(fd.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
         if n > 0 {
             source.job().append(Stream::Stderr, &buffer[..n as usize]);
-            changed = true;
+            news = Some(News::Output);
             continue;
         }
         let error = std::io::Error::last_os_error().raw_os_error();
         if n < 0 && matches!(error, Some(libc::EAGAIN) | Some(libc::EINTR)) {
-            return changed;
+            return news;
         }
         source.stderr = None;
         source.capture.stderr_pipe_ended();
-        return true;
+        return Some(News::State);
     }
-    changed
+    news
 }
 
 /// Reads the child's status pipe; at its end the child has exec'd (or died).
@@ -559,12 +570,13 @@ fn drain_wake(fd: RawFd) {
     while unsafe { libc::read(fd, sink.as_mut_ptr().cast(), sink.len()) } > 0 {}
 }
 
-/// A bigger pipe means fewer wake-ups for a chatty command (Linux only).
-fn enlarge_pipe(fd: RawFd) {
+/// A bigger pipe means fewer wake-ups for a loud command (Linux only).
+pub(crate) fn enlarge_pipe(fd: RawFd) {
     #[cfg(target_os = "linux")]
-    // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
+    // SAFETY: F_SETPIPE_SZ on our own pipe; failure (over the user's count, or not a
+    // pipe) leaves its size as it was.
     unsafe {
-        libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_SIZE);
+        libc::fcntl(fd, libc::F_SETPIPE_SZ, LOUD_PIPE_SIZE);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = fd;

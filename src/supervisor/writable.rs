@@ -7,7 +7,7 @@
 //! It only polls: it never writes, and a descriptor that was closed meanwhile (or
 //! reused) costs at most one needless retry.
 
-use crate::supervisor::Notify;
+use crate::supervisor::{News, Notify};
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,7 +119,7 @@ fn run(shared: &Shared, wake_read: &OwnedFd, notify: &Notify) {
         }
         shared.wanted.lock().retain(|entry| !done.contains(entry));
         for (job, _) in done {
-            notify(job);
+            notify(job, News::State);
         }
     }
 }
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn a_full_pipe_is_reported_once_it_has_room() {
         let (sender, receiver) = crossbeam_channel::unbounded();
-        let writable = Writable::start(Arc::new(move |job| {
+        let writable = Writable::start(Arc::new(move |job, _| {
             let _ = sender.send(job);
         }))
         .unwrap();
