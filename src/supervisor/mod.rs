@@ -610,6 +610,13 @@ impl Supervisor {
         }
     }
 
+    /// For tests: exits are collected without pidfds (as on macOS), and the pump hears
+    /// of each start only after it has taken that start's exit.
+    #[cfg(test)]
+    fn announce_starts_after_exits(&self) {
+        self.pump.announce_starts_after_exits();
+    }
+
     /// Jobs whose shell has not been reaped yet.
     pub fn live_count(&self) -> usize {
         self.live.lock().len()
@@ -632,32 +639,67 @@ impl Drop for Supervisor {
 mod tests {
     use super::*;
 
-    #[test]
-    fn close_counts_every_start_that_races_it_and_refuses_the_rest() {
-        let state = tempfile::tempdir().expect("a temporary directory");
+    /// A supervisor that forks by itself (no spawner process), with no cgroups.
+    fn supervisor(state: &std::path::Path) -> Supervisor {
         let spool = Spool::open(
             crate::spool::SpoolConfig {
-                dir: state.path().join("spool"),
+                dir: state.join("spool"),
                 max_output: 4096,
                 max_spool: 1 << 30,
             },
             |_| {},
         )
         .expect("the spool starts");
-        let supervisor = Arc::new(
-            Supervisor::start(
-                SupervisorConfig {
-                    shell: PathBuf::from("/bin/sh"),
-                    cwd: std::env::temp_dir(),
-                    kill_grace: Duration::from_millis(200),
-                    cgroup_tag: None,
-                    spawner: None,
-                },
-                spool,
-                Arc::new(|_, _| {}),
-            )
-            .expect("the supervisor starts"),
-        );
+        Supervisor::start(
+            SupervisorConfig {
+                shell: PathBuf::from("/bin/sh"),
+                cwd: std::env::temp_dir(),
+                kill_grace: Duration::from_millis(200),
+                cgroup_tag: None,
+                spawner: None,
+            },
+            spool,
+            Arc::new(|_, _| {}),
+        )
+        .expect("the supervisor starts")
+    }
+
+    #[test]
+    fn an_exit_taken_before_its_start_is_announced_is_kept() {
+        let state = tempfile::tempdir().expect("a temporary directory");
+        let supervisor = supervisor(state.path());
+        supervisor.announce_starts_after_exits();
+        let jobs: Vec<Arc<Job>> = (0..5)
+            .map(|n| {
+                supervisor.spawn(SpawnRequest {
+                    name: format!("quick{n}"),
+                    text: Arc::from(format!("echo said {n}; exit {n}").as_bytes()),
+                    timeout: None,
+                    memory: None,
+                    stdin: Stdin::Closed,
+                })
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while jobs.iter().any(|job| job.is_running()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (n, job) in jobs.iter().enumerate() {
+            let life = job.snapshot().life;
+            match life.exit() {
+                Some(exit) => assert_eq!(exit.code, n as i32, "job {n}"),
+                None => panic!("job {n} never stopped: {life:?}"),
+            }
+            let (said, _) = job.read(Stream::Stdout, 0, 4096);
+            assert_eq!(String::from_utf8_lossy(&said), format!("said {n}\n"));
+        }
+        supervisor.shutdown();
+    }
+
+    #[test]
+    fn close_counts_every_start_that_races_it_and_refuses_the_rest() {
+        let state = tempfile::tempdir().expect("a temporary directory");
+        let supervisor = Arc::new(supervisor(state.path()));
         let started = Arc::new(AtomicU64::new(0));
         // The starters live until the end: a shell's parent-death signal follows the
         // thread that forked it.

@@ -99,6 +99,11 @@ struct Shared {
     exits: Mutex<Vec<Collected>>,
     wake_write: OwnedFd,
     stop: AtomicBool,
+    /// For tests: take the path of a system without pidfds (macOS), and announce each
+    /// start only once the pump has taken its exit status, the order that path must
+    /// survive.
+    #[cfg(test)]
+    exit_first: AtomicBool,
 }
 
 impl Shared {
@@ -133,6 +138,8 @@ impl Pump {
             exits: Mutex::new(Vec::new()),
             wake_write,
             stop: AtomicBool::new(false),
+            #[cfg(test)]
+            exit_first: AtomicBool::new(false),
         });
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
@@ -182,9 +189,15 @@ impl Pump {
         if by_spawner {
             return self.send(Incoming::Started(job, pid, None, true));
         }
-        let pidfd = open_pidfd(pid);
+        let pidfd = if self.exit_first() {
+            None
+        } else {
+            open_pidfd(pid)
+        };
         if pidfd.is_none() {
             let shared = self.shared.clone();
+            let collected = Arc::new(AtomicBool::new(false));
+            let waiter_collected = collected.clone();
             std::thread::Builder::new()
                 .name("tfs-wait".into())
                 .spawn(move || {
@@ -205,11 +218,45 @@ impl Pump {
                         }
                     }
                     shared.exits.lock().push((pid, status, usage));
+                    waiter_collected.store(true, Ordering::SeqCst);
                     shared.wake();
                 })
                 .expect("a waiter thread can be spawned");
+            if self.exit_first() {
+                self.until_exit_taken(pid, &collected);
+            }
         }
         self.send(Incoming::Started(job, pid, pidfd, false));
+    }
+
+    #[cfg(test)]
+    fn exit_first(&self) -> bool {
+        self.shared.exit_first.load(Ordering::SeqCst)
+    }
+
+    #[cfg(not(test))]
+    fn exit_first(&self) -> bool {
+        false
+    }
+
+    /// For tests: the pidfd-less path, each start announced after its exit was taken.
+    #[cfg(test)]
+    pub fn announce_starts_after_exits(&self) {
+        self.shared.exit_first.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits (with a deadline) until the waiter has collected `pid`'s status and the
+    /// pump has taken it from the shared list, before it knows whose it is.
+    fn until_exit_taken(&self, pid: i32, collected: &AtomicBool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let taken = collected.load(Ordering::SeqCst)
+                && !self.shared.exits.lock().iter().any(|(p, ..)| *p == pid);
+            if taken {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// The watched command never started: close its pipes.
