@@ -1,5 +1,6 @@
-//! One command's life as the supervisor sees it: its phase, its captured output (on
-//! disk, see [`crate::spool`]) and the facts `result.json` reports. All of it sits behind
+//! One command's life as the supervisor sees it: where it is in its [`Life`] (each
+//! stage carrying its own facts, from which `result.json`'s are read), and its captured
+//! output (on disk, see [`crate::spool`]). All of it sits behind
 //! one lock per job; the pump holds it only to append a chunk or record an exit, readers
 //! only to copy bytes out.
 //!
@@ -214,7 +215,7 @@ impl Life {
     }
 
     /// Why the driver stopped it (or is stopping it), if it did.
-    fn stop(&self) -> Option<&Stop> {
+    fn stopped_for(&self) -> Option<&Stop> {
         match self {
             Life::Stopping { why, .. } => Some(why),
             Life::Done(Done {
@@ -233,12 +234,12 @@ impl Life {
                 end: End::Interrupted { killed },
                 ..
             }) => *killed,
-            _ => self.stop().is_some(),
+            _ => self.stopped_for().is_some(),
         }
     }
 
     pub fn timed_out(&self) -> bool {
-        matches!(self.stop(), Some(Stop::Timeout(_)))
+        matches!(self.stopped_for(), Some(Stop::Timeout(_)))
     }
 
     /// It did not get to finish because the driver stopped, whatever its exit code.
@@ -249,7 +250,7 @@ impl Life {
                 end: End::Interrupted { .. },
                 ..
             })
-        ) || matches!(self.stop(), Some(Stop::Shutdown))
+        ) || matches!(self.stopped_for(), Some(Stop::Shutdown))
     }
 
     /// The sentence of `reason`, if it has one.
