@@ -236,14 +236,18 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
         assert_eq!(result["reason"], serde_json::Value::Null, "{name}");
         assert!(!mount.p(&format!("cmd/{name}/reason")).exists());
     }
-    // To the whole command: a child in the background gets it too.
+    // To the whole command: a child in the background gets it too. Each says when its
+    // trap is set (the parent's `ready` can come before the child has its own).
     std::fs::write(
         mount.p("ctl/family"),
-        "(trap 'echo child; exit 0' USR1; while :; do sleep 0.05; done) &
+        "(trap 'echo child; exit 0' USR1; echo child-ready; while :; do sleep 0.05; done) &
          trap 'echo parent' USR1; echo ready; wait; wait",
     )
     .unwrap();
-    holds(&mount, "cmd/family/stdout", "ready");
+    assert!(wait_until(Duration::from_secs(20), || {
+        let text = mount.read("cmd/family/stdout");
+        text.lines().any(|l| l == "ready") && text.lines().any(|l| l == "child-ready")
+    }));
     mount.ok("echo USR1 > $M/cmd/family/kill");
     assert_eq!(mount.wait("family"), "completed\n");
     let mut said: Vec<String> = mount
@@ -252,7 +256,7 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
         .map(String::from)
         .collect();
     said.sort();
-    assert_eq!(said, ["child", "parent", "ready"]);
+    assert_eq!(said, ["child", "child-ready", "parent", "ready"]);
     // A signal with no trap ends it the default way; HUP is 128+1.
     std::fs::write(mount.p("ctl/hup"), "sleep 600; echo never").unwrap();
     mount.ok("cat $M/cmd/hup/pid >/dev/null; echo HUP > $M/cmd/hup/kill");
