@@ -664,3 +664,26 @@ fn the_eviction_count_survives_a_restart() {
         mount.log()
     );
 }
+
+#[test]
+fn a_command_looked_for_starts_ahead_of_a_burst_queued_before_it() {
+    // Starts run one after the other. With a one-second wait, the last of 2,000
+    // commands queued at once would not appear in time if it waited its turn. It is
+    // queued once it leaves ctl/ (its settle time over; looking there starts nothing).
+    let mount = Mount::with_args(&["--wait-timeout", "1"]);
+    let out = mount.sh(
+        "i=0; while [ $i -lt 2000 ]; do echo true > \"$M/ctl/q$i\" || exit 1; i=$((i+1)); done
+         timeout 60 sh -c 'while [ -e \"$1\" ]; do :; done' _ \"$M/ctl/q1999\" || exit 4
+         cat \"$M/cmd/q1999/status\"",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout == "running\n" || stdout == "completed\n",
+        "{stdout:?}"
+    );
+}

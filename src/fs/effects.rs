@@ -238,3 +238,13 @@ pub(super) fn queue_start(
     state.starts.push_back((id, request));
     effects.push(Effect::StartWanted);
 }
+
+/// Moves a queued spawn to the front of the queue: something waits for that command,
+/// and a burst of commands queued before it must not make the wait run out.
+pub(super) fn hurry_start(state: &mut State, id: u64) {
+    if let Some(at) = state.starts.iter().position(|(queued, _)| *queued == id) {
+        if let Some(start) = state.starts.remove(at) {
+            state.starts.push_front(start);
+        }
+    }
+}

@@ -147,8 +147,9 @@ impl Tree {
         let missing = || Error::new(libc::ENOENT, "no such file or directory");
         let children = match state.resolve(parent)? {
             Node::Dir(_, children) => children,
-            Node::CommandDir(_, command) if matches!(command.run, Run::Starting) => {
-                return Ok(Lookup::Later(Later::Start))
+            Node::CommandDir(id, command) if matches!(command.run, Run::Starting) => {
+                effects::hurry_start(state, id);
+                return Ok(Lookup::Later(Later::Start));
             }
             Node::CommandDir(id, command) => {
                 let slot = std::str::from_utf8(name)
@@ -196,6 +197,7 @@ impl Tree {
                 }
                 let id = *state.cmd.get(text_name).ok_or_else(missing)?;
                 if matches!(state.command(id), Some(c) if matches!(c.run, Run::Starting)) {
+                    effects::hurry_start(state, id);
                     return Ok(Lookup::Later(Later::Start));
                 }
                 self.attr_locked(state, names::entry_ino(id))
