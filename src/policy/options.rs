@@ -127,9 +127,10 @@ impl Argv {
     /// Reads `command` (words joined by spaces) when its program is one this module
     /// knows; None for any other command.
     pub fn read(command: &str) -> Option<Argv> {
-        let words: Vec<&str> = command.split_whitespace().collect();
-        let name = words.first()?.rsplit('/').next()?;
+        let first = command.split_whitespace().next()?;
+        let name = first.rsplit('/').next()?;
         let program = PROGRAMS.iter().find(|p| p.name == name)?;
+        let words: Vec<&str> = command.split_whitespace().collect();
         let mut rest = &words[1..];
         let mut program_name = name.to_owned();
         if name == "git" {
