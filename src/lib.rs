@@ -20,7 +20,9 @@ pub use app::{clean_up, run};
 /// The command line and the configuration built from it.
 pub use cli::{completion_script, man_page, Cli, Subcommand};
 pub use config::{absolute, default_mount_path, Config};
-/// The shell model the deny list applies its rules to (the differential tests).
+/// The shell model the deny list applies its rules to, and the whitespace rule its rules
+/// compare spellings by (the differential tests).
+pub use policy::rules::normalize;
 pub use policy::splitter::{split, Split};
 /// The deny list: the settings file and the check (`terminalfs check`, `benches/policy.rs`).
 pub use policy::{default_settings_json, default_settings_path, init_settings, Policy};

@@ -93,6 +93,9 @@ impl Explained {
     }
 }
 
+/// The longest spelling looked up among those already checked; longer ones are few.
+const MAX_DEDUPLICATED: usize = 4096;
+
 /// The reason given for text that holds no command.
 pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
 
@@ -236,7 +239,8 @@ impl Policy {
         let mut seen = HashSet::new();
         for command in commands {
             for form in &command.forms {
-                if seen.insert(form.as_str()) {
+                // Hashing a long spelling costs more than checking it twice.
+                if form.len() > MAX_DEDUPLICATED || seen.insert(form.as_str()) {
                     candidates.push(Candidate::new(form));
                 }
             }

@@ -197,6 +197,9 @@ impl Rule {
 
 /// Collapses every run of whitespace to one space and trims both ends.
 pub fn normalize(text: &str) -> String {
+    if is_normal(text) {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len());
     for word in text.split_whitespace() {
         if !out.is_empty() {
@@ -205,6 +208,22 @@ pub fn normalize(text: &str) -> String {
         out.push_str(word);
     }
     out
+}
+
+/// Whether `text` is already as [`normalize`] leaves it: ASCII (so no other whitespace),
+/// no whitespace but single spaces between words. Whole-slice passes the compiler makes
+/// fast, which is most of a long command's check.
+fn is_normal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.is_ascii()
+        && !bytes.starts_with(b" ")
+        && !bytes.ends_with(b" ")
+        && bytes
+            .iter()
+            .filter(|&&b| (b'\t'..=b'\r').contains(&b))
+            .count()
+            == 0
+        && !text.contains("  ")
 }
 
 fn has_glob_characters(pattern: &str) -> bool {
@@ -376,5 +395,11 @@ mod tests {
         assert_eq!(normalize("  a \t b\n\nc  "), "a b c");
         assert_eq!(normalize(""), "");
         assert_eq!(normalize(" \n "), "");
+        assert_eq!(normalize("a b"), "a b");
+        assert_eq!(normalize("a  b"), "a b");
+        assert_eq!(normalize("a b "), "a b");
+        assert_eq!(normalize(" a"), "a");
+        assert_eq!(normalize("a\u{a0}b é"), "a b é");
+        assert_eq!(normalize(" "), "");
     }
 }

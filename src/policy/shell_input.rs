@@ -12,14 +12,17 @@ use crate::policy::{Policy, Verdict};
 
 /// Whether `text` runs a shell that could read commands from its standard input.
 pub fn runs_a_shell(text: &str) -> bool {
-    split(text).commands.iter().any(|command| {
-        !command.transparent
-            && command.innermost.iter().any(|spelling| {
-                let program = spelling.split(' ').next().unwrap_or("");
-                let program = program.rsplit('/').next().unwrap_or(program);
-                SHELLS.contains(&program)
-            })
-    })
+    let split = split(text);
+    // Text the splitter could not read in full may hold a shell past where it stopped.
+    split.refusal.is_some()
+        || split.commands.iter().any(|command| {
+            !command.transparent
+                && command.innermost.iter().any(|spelling| {
+                    let program = spelling.split(' ').next().unwrap_or("");
+                    let program = program.rsplit('/').next().unwrap_or(program);
+                    SHELLS.contains(&program)
+                })
+        })
 }
 
 /// Decides whether a shell may be given `script`: everything written to it so far plus

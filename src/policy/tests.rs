@@ -205,6 +205,15 @@ const DEFAULT_REFUSED: &[&str] = &[
     "echo $((sudo ls) )",
     "echo ${x:-$(sudo ls)}",
     "arr=(a $(sudo ls) c)",
+    "arr=(a <(sudo ls) c)",
+    // `${` ends at its first `}`; a bare `{` inside it does not nest.
+    "${1:-cat {a} ; sudo id }",
+    "echo ${x:-{a}; sudo id",
+    // `eval` of plain words is peeled like a wrapper; too many layers are refused.
+    "eval sudo id",
+    "eval eval nohup sudo id",
+    "nohup nohup nohup nohup nohup nohup nohup nohup nohup nohup nohup nohup nohup nohup \
+     nohup nohup nohup sudo id",
     // Quoting inside groups: a comment in an array, single quotes in `"${..}"`.
     "x=( a # it's\n b )\nsudo ls",
     "echo \"${x#'}'}\"; sudo ls",
@@ -220,6 +229,7 @@ const DEFAULT_REFUSED: &[&str] = &[
     "cat <<E${x}\nbody\nE${x}\nsudo ls",
     "cat <<E$((1))\nbody\nE$((1))\nsudo ls",
     "cat <<E$@\nbody\nE$@\nsudo ls",
+    "cat <<E$'\\x00'z\nbody\nEz\nsudo ls",
     "cat <<E $(echo a\nsudo ls)\nbody\nE",
     "cat <<E $(echo a\nb)\nbody\nE\nsudo ls",
     // Reserved words after a redirection are plain words.
@@ -667,6 +677,45 @@ fn splitter_spellings() {
     assert_eq!(commands[1].innermost, vec!["make"]);
 }
 
+/// Where bash reads text its own way, the splitter follows it (each case was found by the
+/// differential test against bash).
+#[test]
+fn splitter_follows_bash_quirks() {
+    // After `time`, a redirection ends its options: `-p` is the program.
+    assert_eq!(simple_commands("time </dev/null -p x"), vec!["-p x"]);
+    // A `}` before any comma does not close a brace list.
+    assert_eq!(
+        simple_commands("{zapm}e,} x"),
+        vec!["{zapm}e,} x", "zapm}e x"]
+    );
+    assert_eq!(simple_commands("a{b}c,d}e"), vec!["a{b}c,d}e", "ab}ce ade"]);
+    assert_eq!(
+        simple_commands("x{a}{b,c}"),
+        vec!["x{a}{b,c}", "x{a}b x{a}c"]
+    );
+    assert_eq!(simple_commands("{ab..cd}"), vec!["{ab..cd}"]);
+    assert_eq!(simple_commands("echo ${x,,}"), vec!["echo ${x,,}"]);
+    // `${` ends at its first `}`: the rest of `${1:{1..1}-zapme}` is a word of its own.
+    assert_eq!(simple_commands("${1:{1..1}-zapme}"), vec!["-zapme}"]);
+    // `coproc` with a simple command inside `$( )` runs `COPROC` in bash 5.2 (it reads
+    // the substitution again from its own printing); both are listed.
+    assert_eq!(
+        simple_commands("echo $(coproc x y)"),
+        vec!["COPROC x y", "x y", "echo $(...)"]
+    );
+    assert_eq!(simple_commands("coproc x y"), vec!["x y"]);
+    // A command name known only at run time is marked so.
+    let dynamic = |text: &str| split(text).commands.iter().any(|c| c.dynamic_name);
+    assert!(dynamic("$cmd x"));
+    assert!(dynamic("zap$(x)me"));
+    assert!(dynamic("\"a\nb`x`c\""));
+    assert!(dynamic("sudo $cmd"));
+    assert!(!dynamic("${1:-zapme} x"));
+    assert!(!dynamic("zapme '$x'"));
+    // A repeated command is listed once.
+    assert_eq!(split("$(a)$(a)$(a); a; a").commands.len(), 2);
+}
+
 #[test]
 fn heredocs_are_data() {
     assert_eq!(
@@ -879,6 +928,10 @@ const ORDINARY: &[&str] = &[
     "strace -c ls",
     "watch -n 5 df -h",
     "flock /tmp/build.lock make",
+    "args=( \\( -name '*.o' -o -name '*.a' \\) ); find . \"${args[@]}\" -delete",
+    "eval \"$(ssh-agent -s)\"",
+    "eval make -j4",
+    "echo $(date +%F)-$(date +%F)",
 ];
 
 #[test]
@@ -940,6 +993,15 @@ fn refusals_without_a_rule_name_the_construct() {
         ("x='$(id)'; : ${x@P}", "prompt string"),
         ("echo ${x:1:'$(id)'}", "offset"),
         ("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n} x", "brace expansion"),
+        // bash reports these syntax errors and goes on at the next line.
+        ("x=(a ; b)\nls", "array assignment"),
+        ("x=(a && b)\nls", "array assignment"),
+        ("x=(a <f)\nls", "array assignment"),
+        ("echo $(x=(a \\; b)\nls)", "array assignment"),
+        ("nohup ".repeat(17).as_str(), "more than 16 programs"),
+        ("echo $(</dev/null ! x)", "reserved word '!'"),
+        ("printf -v 'a[$(x \"y\")]' z", "expanded a second time"),
+        ("eval ".repeat(17).as_str(), "more than 16 programs"),
     ] {
         let Verdict::Deny { rule, reason } = f.policy.check(text.as_bytes()) else {
             panic!("{text:?} was allowed");

@@ -19,4 +19,33 @@ pub const FINDINGS: &[&str] = &[
     "sh -x -x <<'E'\nzapme\nEcase ",
     "eval 'zapmep{m..m}e'",
     "echo $(zapme) `z{1..1}apme` <(zapme)",
+    // An operator inside an array assignment (escaped, inside `$( )`): bash reports the error
+    // and goes on at the next line.
+    "echo $(cat < do bre\nzap$'m'e -- 3>&-; \"zap\"me * -x\nak; do=(ne<E\nbody\nE\n); zapme",
+    "echo \"${x:-$(x=( a # it's\n \\; )\nls \\; | ls \\;)}\"",
+    "rm -rf / |& echo $(echo $(x=( a\n[[ -n \"$x\" ]] && \"zap\"me\n # it's\n a )\nX=1 gitbash -c  push \"'\" $1 |& </dev/nul</dev/null l z\\apme $1))",
+    "x=(\n>&2 z\\apme |& echo \"${x#'a'}\" && [[ -n \"'\" ]] && cat \"$x\" --\n a # it's\n b )\nzapme",
+    "trap 'echo \"${xme -p { zapme; }:-$(x=( a # it'\\''s\n a )\ncat --)}\" && while rm -rf /; do \"zap\"me -x --; break; done' EXIT & f() { x=( \necho $(</dev/null cat 'q w' * | $'zapme' {a,b} 'q w' |& zap$'m'e 'q w' \"'\") & echo \"${x#'a'}\"\na # it's\n 'q w' )\n\"zap\"me x=1; }; f",
+    "x=( a # i\ncat <<-E && ls\n$'zapme' | $'zapme' \"$x\"; z\\apme '#'\nE\nsudo id \"'\" \\; <<<x && zapme | cat {a,b} $1\nt's\n b )\nzapme",
+    // After `time`, a redirection ends its options: `-p` is the command.
+    "set\n</dev/null \"zap\"me a * </dev/null; time </dev/null -p sudo id & echo \"${x:-$(X=1 zap$'m'e -x {a,b})}\"\nsid zapme",
+    // `${` is closed by its first `}`; the default word of `${1:-..}` is split into words.
+    "${1:-\ncat -\ncat <<\\E ; zapme\nzapme {a,b} >&2; X=1 zapme --\nsudo id --\nE\n$'zapme' || ls \\;\nbash -c '$1' _ ''\\''zapme'\\'' * \"'\\''\"\nls '\\''q w'\\'' || zap$'\\''m'\\''e '\\''}'\\'''\nzapme}",
+    "za${1:-zapm\nE\ne}{p..p}me",
+    "${1:{1..1}-zapme}",
+    // `coproc` with a simple command inside `$( )` runs `COPROC`.
+    "zap{m..m}e & echo eval \"${x:-$(if coproc c zap$'m'e x=1 >&2 & if zapme 1\n/usr/bin/zapme -- * >&2; then git push $1 {a,b} && \"zap\"me $1; $'zapme'; fi; then \"zap\"me; fi | zapme '}' && ls $'a\\0b' a)}\"",
+    // A quoted command name holding newlines and a substitution.
+    "\"zapmez\necho \"`X=1 rm -rf /`\"\nap\"me",
+    // Brace expansion: a `}` before any comma does not close the list.
+    "{zapmpme}e,}",
+    // A heredoc delimiter holding `$'..'`: decoded, its NUL dropped.
+    "cat <<E$(x)$'\\x00'\nbody\nE$(x)\nzapme",
+    "cat <<E$@$'\\x00'\nbody\nE$@\nzapme",
+    // A reserved word after a redirection inside `$( )`: bash reads it again with the
+    // redirection last.
+    "ecat <(</dev/null ! time ! id * x=1)",
+    // An empty command name names no program.
+    "PS4='$(zapme)';$'\\0' s;et -x; :",
+    "zapme\ncase -x in 'x)')bash -c  zap$'m'e $1 $1; $'zapme' \"$x\";; *) 'zapme' $1 && git push -- {a,b} |& >&2 /usr/bin/zapme;; esac & </dev/null /usr/bin/zapme '}'\n$'\\x00x' EXIT",
 ];

@@ -22,7 +22,7 @@ mod seeds;
 #[path = "../../src/policy/samples.rs"]
 mod samples;
 
-use terminalfs::{split, Split};
+use terminalfs::{normalize, split, Split};
 
 use generator::Generator;
 use sandbox::{Outcome, Sandbox};
@@ -33,13 +33,16 @@ const BOUNDED: usize = 300;
 /// Texts per sandbox run.
 const BATCH: usize = 500;
 
-/// Whether some spelling of some reported command starts with the program `name` (a
-/// spelling joins words with spaces, so a name may hold spaces; a program named by a path
-/// is also spelled by its basename).
+/// Whether some spelling of some reported command starts with the program `name`, both
+/// with their whitespace collapsed the way rules see them (a spelling joins words with
+/// spaces, so a name may hold spaces or newlines; a program named by a path is also
+/// spelled by its basename).
 fn reported(split: &Split, name: &str) -> bool {
+    let name = normalize(name);
     split.commands.iter().any(|command| {
         command.forms.iter().any(|form| {
-            form.strip_prefix(name)
+            normalize(form)
+                .strip_prefix(&name)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
         })
     })
@@ -73,11 +76,12 @@ fn is_script_operand(split: &Split, name: &str) -> bool {
 /// Whether some reported command's name is decided at run time.
 fn has_dynamic_name(split: &Split) -> bool {
     split.commands.iter().any(|command| {
-        command.forms.iter().any(|form| {
-            form.split_whitespace()
-                .next()
-                .is_some_and(|first| first.contains(['$', '`', '*', '?', '[']))
-        })
+        command.dynamic_name
+            || command.forms.iter().any(|form| {
+                form.split_whitespace()
+                    .next()
+                    .is_some_and(|first| first.contains(['$', '`', '*', '?', '[']))
+            })
     })
 }
 
@@ -91,6 +95,8 @@ fn missed(text: &str, outcome: &Outcome) -> Option<Vec<String>> {
     let missed: Vec<String> = outcome
         .executed
         .iter()
+        // An empty name (`$'\0' x`, `''`) names no program: bash only reports it missing.
+        .filter(|name| !name.is_empty())
         .filter(|name| !reported(&split, name) && !is_script_operand(&split, name))
         .cloned()
         .collect();

@@ -40,39 +40,68 @@ pub(super) fn expand_braces(word: &str) -> Result<Vec<String>, Vec<String>> {
     Ok(done)
 }
 
-/// The first `{...}` in `word` that expands: a list with a comma at its own level, or a
-/// sequence. Its `{` offset, what it expands to, and its `}` offset (all ASCII, so the
-/// offsets are character boundaries).
+/// The first `{...}` in `word` that expands, found the way bash finds it: a `{` is closed
+/// by the first `}` at its own level once a `,` (or a sequence's `..`) was seen there, so a
+/// `}` before any comma is a plain character (`{a}b,c}` is `a}b` and `c`); a `${`
+/// counts as a level of its own; a group that closes nowhere is skipped for the next `{`,
+/// and a `{..}` that is neither a list nor a sequence is plain text. Its `{` offset, what
+/// it expands to, and its `}` offset (all ASCII, so the offsets are character boundaries).
 fn brace_group(word: &str) -> Option<(usize, Vec<String>, usize)> {
-    let mut stack: Vec<(usize, Vec<usize>)> = Vec::new();
-    for (at, byte) in word.bytes().enumerate() {
-        match byte {
-            b'{' => stack.push((at, Vec::new())),
-            b',' => {
-                if let Some((_, commas)) = stack.last_mut() {
-                    commas.push(at);
-                }
+    let bytes = word.as_bytes();
+    let mut from = 0;
+    while let Some(found) = bytes[from..].iter().position(|&b| b == b'{') {
+        let open = from + found;
+        if open > 0 && bytes[open - 1] == b'$' {
+            from = open + 1;
+            continue;
+        }
+        let Some((close, commas)) = closing_brace(bytes, open) else {
+            from = open + 1;
+            continue;
+        };
+        if commas.is_empty() {
+            if let Some(sequence) = sequence(&word[open + 1..close]) {
+                return Some((open, sequence, close));
             }
-            b'}' => {
-                let Some((open, commas)) = stack.pop() else {
-                    continue;
-                };
-                if !commas.is_empty() {
-                    let mut bounds = vec![open];
-                    bounds.extend(commas);
-                    bounds.push(at);
-                    let alternatives = bounds
-                        .windows(2)
-                        .map(|pair| word[pair[0] + 1..pair[1]].to_owned())
-                        .collect();
-                    return Some((open, alternatives, at));
-                }
-                if let Some(sequence) = sequence(&word[open + 1..at]) {
-                    return Some((open, sequence, at));
-                }
+            from = close + 1;
+            continue;
+        }
+        let mut bounds = vec![open];
+        bounds.extend(commas);
+        bounds.push(close);
+        let alternatives = bounds
+            .windows(2)
+            .map(|pair| word[pair[0] + 1..pair[1]].to_owned())
+            .collect();
+        return Some((open, alternatives, close));
+    }
+    None
+}
+
+/// The `}` that closes the `{` at `open`, and the offsets of the commas at its level; None
+/// when nothing closes it.
+fn closing_brace(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)> {
+    let mut level = 0usize;
+    let mut commas = Vec::new();
+    let mut sequence = false;
+    let mut at = open + 1;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'}' if level == 0 && (sequence || !commas.is_empty()) => {
+                return Some((at, commas));
+            }
+            b'{' => level += 1,
+            b'}' if level > 0 => level -= 1,
+            b',' if level == 0 => commas.push(at),
+            b'.' if level == 0
+                && bytes.get(at + 1) == Some(&b'.')
+                && bytes.get(at + 2).is_some_and(|&b| b != b'}') =>
+            {
+                sequence = true;
             }
             _ => {}
         }
+        at += 1;
     }
     None
 }

@@ -8,8 +8,10 @@ use super::scan::Arithmetic;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::wrappers::code_in_assignment;
-use super::{emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Input, Parser, Word};
+use super::wrappers::{code_in_assignment, RESERVED};
+use super::{
+    emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Input, Names, Parser, Word,
+};
 
 /// Reserved words that begin a compound command.
 const COMPOUND_STARTS: &[&[u8]] = &[
@@ -60,6 +62,18 @@ struct ListState {
     piped: bool,
     /// What the current command reads on standard input, if a heredoc or here-string.
     stdin: Stdin,
+    /// The command follows `coproc` and is a simple command.
+    coproc: bool,
+}
+
+impl ListState {
+    /// After `time` or `coproc`, a redirection ends their options and name: the next word
+    /// is the command (`time </dev/null -p x` runs `-p`).
+    fn after_redirection(&mut self) {
+        if matches!(self.mode, Mode::Time | Mode::Coproc) {
+            self.mode = Mode::Command;
+        }
+    }
 }
 
 /// The heredocs and here-strings of the command being read.
@@ -84,8 +98,14 @@ impl<'s> Parser<'s> {
             redirected: false,
             piped: false,
             stdin: Stdin::default(),
+            coproc: false,
         };
         loop {
+            if cx.refusal.is_some() {
+                // The text is refused whatever follows: reading on would only cost time.
+                self.pos = self.src.len();
+                return;
+            }
             self.skip_blanks();
             let Some(byte) = self.peek() else {
                 self.finish(cx, &mut st);
@@ -133,6 +153,7 @@ impl<'s> Parser<'s> {
                         }
                         self.redirect_target(cx);
                         st.redirected |= st.words.is_empty();
+                        st.after_redirection();
                     }
                     _ => {
                         self.advance(1);
@@ -184,6 +205,7 @@ impl<'s> Parser<'s> {
                             .push(literal_word(if byte == b'<' { "<" } else { ">" }));
                     } else {
                         st.redirected |= st.words.is_empty();
+                        st.after_redirection();
                         self.redirect(cx, &mut st);
                     }
                 }
@@ -236,6 +258,7 @@ impl<'s> Parser<'s> {
         self.advance(1);
         if matches!(st.mode, Mode::Time | Mode::Coproc) {
             st.mode = Mode::Command;
+            st.coproc = false;
         }
         if st.mode == Mode::Command && !st.words.is_empty() {
             self.skip_blanks();
@@ -296,6 +319,7 @@ impl<'s> Parser<'s> {
                         }
                         b"coproc" => {
                             st.mode = Mode::Coproc;
+                            st.coproc = true;
                             return;
                         }
                         b"esac" => {
@@ -348,7 +372,10 @@ impl<'s> Parser<'s> {
                 st.mode = Mode::Command;
                 let keyword = word.plain() && COMPOUND_STARTS.contains(&word.text.as_slice());
                 if keyword || !self.compound_follows() {
+                    st.coproc = !keyword;
                     self.word(st, word);
+                } else {
+                    st.coproc = false;
                 }
             }
             Mode::Conditional => {
@@ -363,9 +390,27 @@ impl<'s> Parser<'s> {
 
     /// Emits the words gathered so far as a simple command.
     fn finish(&mut self, cx: &mut Context, st: &mut ListState) {
-        st.redirected = false;
+        let redirected = std::mem::take(&mut st.redirected);
+        if let Some(first) = st
+            .words
+            .first()
+            .filter(|_| redirected && self.substitutions > 0)
+        {
+            if first.plain() && RESERVED.iter().any(|r| r.as_bytes() == first.text) {
+                // bash reads a `$( )` a second time from its own printing of it, which puts
+                // redirections last: `$(</dev/null ! time x)` runs `x`.
+                cx.refuse(|| {
+                    format!(
+                        "the reserved word '{}' follows a redirection inside `$( )`, which \
+                         bash reads a second time with the redirection moved",
+                        String::from_utf8_lossy(&first.text)
+                    )
+                });
+            }
+        }
         let piped = std::mem::take(&mut st.piped);
         let stdin = std::mem::take(&mut st.stdin);
+        let coproc = std::mem::take(&mut st.coproc);
         if st.words.is_empty() {
             return;
         }
@@ -375,7 +420,30 @@ impl<'s> Parser<'s> {
             (None, true) => Input::Pipe,
             (None, false) => Input::Inherited,
         };
-        if self.emit_words(cx, words, &input) {
+        let coproc = coproc && self.substitutions > 0;
+        let keyed = repeat_key(cx, &words, &input, coproc);
+        let known = keyed.then(|| cx.seen.get(cx.key.as_slice()).copied());
+        let reads_stdin = match known.flatten() {
+            // The same command read again (`$(a)$(a)...`, a script's repeated lines) adds
+            // nothing: it is listed once.
+            Some(reads_stdin) => reads_stdin,
+            None => {
+                let key = keyed.then(|| cx.key.clone());
+                if coproc {
+                    // bash reads a `$( )` a second time from its own printing of it, which
+                    // spells `coproc cmd` as `coproc COPROC cmd`: `COPROC` is what runs.
+                    let mut texts = vec!["COPROC".to_owned()];
+                    texts.extend(words.iter().map(|w| lossy(&w.text)));
+                    emit_texts(cx, texts, self.depth, None, &input, &Names::default());
+                }
+                let reads_stdin = self.emit_words(cx, words, &input);
+                if let Some(key) = key {
+                    cx.seen.insert(key, reads_stdin);
+                }
+                reads_stdin
+            }
+        };
+        if reads_stdin {
             // A shell reading its script from standard input: what it reads is commands.
             for flag in &stdin.heredocs {
                 flag.set(true);
@@ -480,9 +548,9 @@ impl<'s> Parser<'s> {
     }
     /// Turns the words of one simple command into a [`SimpleCommand`](super::SimpleCommand)
     /// (and, through `sh -c`, `eval` and `find -exec`, into further commands).
-    fn emit_words(&mut self, cx: &mut Context, words: Vec<Word>, stdin: &Input) -> bool {
+    fn emit_words(&mut self, cx: &mut Context, mut words: Vec<Word>, stdin: &Input) -> bool {
         let assignments = words.iter().take_while(|w| w.assignment).count();
-        for word in &words[..assignments] {
+        for word in words.drain(..assignments) {
             let (run, expand) = code_in_assignment(&String::from_utf8_lossy(&word.text));
             if let Some(script) = run {
                 sub_parse(cx, script.as_bytes(), self.depth + 1);
@@ -491,7 +559,6 @@ impl<'s> Parser<'s> {
                 self.expand_as_double_quoted(cx, text.as_bytes());
             }
         }
-        let words = &words[assignments..];
         let Some(first) = words.first() else {
             return false;
         };
@@ -499,24 +566,34 @@ impl<'s> Parser<'s> {
             // `${x:-zapme} args`: the command the default names, when `x` is unset.
             let mut texts = vec![String::from_utf8_lossy(alternative).into_owned()];
             texts.extend(words[1..].iter().map(|w| lossy(&w.text)));
-            emit_texts(cx, texts, self.depth, None, stdin, &[]);
+            emit_texts(cx, texts, self.depth, None, stdin, &Names::default());
         }
-        let texts: Vec<String> = words.iter().map(|w| lossy(&w.text)).collect();
-        let globs: Vec<String> = words
-            .iter()
-            .zip(&texts)
-            .filter(|(word, _)| word.glob)
-            .map(|(_, text)| text.clone())
-            .collect();
-        if words.iter().any(|w| w.brace) {
+        // Which words brace expansion applies to, and whether an empty result is kept (an
+        // unquoted empty word is no word at all: `{a,}` is just `a`).
+        let braces: Vec<(bool, bool)> = words.iter().map(|w| (w.brace, w.quoted)).collect();
+        let mut names = Names::default();
+        let mut texts = Vec::with_capacity(words.len());
+        for word in words {
+            let text = String::from_utf8(word.text).unwrap_or_else(|err| lossy(err.as_bytes()));
+            if word.glob {
+                names.globs.push(text.clone());
+            }
+            if word.dynamic {
+                names.dynamic.push(text.clone());
+            }
+            texts.push(text);
+        }
+        if braces.iter().any(|&(brace, _)| brace) {
             let mut expanded = Vec::new();
-            for (index, (word, text)) in words.iter().zip(&texts).enumerate() {
-                if !word.brace {
+            for (index, (&(brace, quoted), text)) in braces.iter().zip(&texts).enumerate() {
+                if !brace {
                     expanded.push(text.clone());
                     continue;
                 }
                 match expand_braces(text) {
-                    Ok(results) => expanded.extend(results),
+                    Ok(results) => {
+                        expanded.extend(results.into_iter().filter(|r| quoted || !r.is_empty()));
+                    }
                     Err(results) => {
                         if index == 0 {
                             // The program's name is among the results; past the limits it
@@ -535,11 +612,53 @@ impl<'s> Parser<'s> {
             }
             if expanded != texts {
                 let written = texts.join(" ");
-                return emit_texts(cx, expanded, self.depth, Some(written), stdin, &globs);
+                return emit_texts(cx, expanded, self.depth, Some(written), stdin, &names);
             }
         }
-        emit_texts(cx, texts, self.depth, None, stdin, &globs)
+        emit_texts(cx, texts, self.depth, None, stdin, &names)
     }
+}
+
+/// The longest command (in bytes) looked up among those already read: a long one is rare,
+/// and remembering it would cost a copy.
+const MAX_REPEAT_KEY: usize = 4096;
+
+/// Builds in `cx.key` what makes one simple command, as a key for `cx.seen`: its words with
+/// what was learnt of them, what it reads on standard input, whether it follows `coproc`
+/// inside a substitution, and the positional parameters in force (as a generation
+/// number). False for a long command, which is not remembered.
+fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> bool {
+    let size: usize = words
+        .iter()
+        .map(|w| w.text.len() + w.alternative.as_ref().map_or(0, Vec::len) + 24)
+        .sum();
+    if size > MAX_REPEAT_KEY {
+        return false;
+    }
+    let generation = cx.args_generation;
+    let key = &mut cx.key;
+    key.clear();
+    let mut field = |bytes: &[u8]| {
+        key.extend_from_slice(&bytes.len().to_le_bytes());
+        key.extend_from_slice(bytes);
+    };
+    field(&generation.to_le_bytes());
+    field(&[u8::from(coproc)]);
+    match stdin {
+        Input::Inherited => field(b"inherited"),
+        Input::Pipe => field(b"pipe"),
+        Input::Here(marker) => field(marker.as_bytes()),
+    }
+    for word in words {
+        let flags = [word.assignment, word.brace, word.glob, word.dynamic];
+        field(&flags.map(u8::from));
+        field(&word.text);
+        match &word.alternative {
+            Some(alternative) => field(alternative),
+            None => field(b"-"),
+        }
+    }
+    true
 }
 
 /// Whether a word written so expands to no word when the script has no arguments.
@@ -555,7 +674,7 @@ fn lossy(bytes: &[u8]) -> String {
 }
 
 /// At most 60 characters of `text`, marked when cut.
-fn truncated(text: &str) -> String {
+pub(super) fn truncated(text: &str) -> String {
     match text.char_indices().nth(60) {
         Some((end, _)) => format!("{}...", &text[..end]),
         None => text.to_owned(),

@@ -3,7 +3,7 @@
 
 use super::expand::{parameter, special_value, Parameter};
 use super::scan::{Arithmetic, Group};
-use super::{crude, is_name, is_name_byte, sub_parse, Context, Parser, Word, MAX_DEPTH};
+use super::{give_up, is_name, is_name_byte, sub_parse, Context, Parser, Word, MAX_DEPTH};
 
 /// The longest `${...}` kept as written in its word.
 const MAX_PARAMETER: usize = 256;
@@ -20,11 +20,33 @@ pub(super) struct Heredoc {
     pub expand: bool,
 }
 
+/// Whether `byte` stands for itself in an unquoted word (no quote, expansion, operator,
+/// blank, glob, brace or `=`).
+pub(super) fn is_plain(byte: u8) -> bool {
+    PLAIN[usize::from(byte)]
+}
+
+/// [`is_plain`] as a table: it runs for every byte of every word.
+static PLAIN: [bool; 256] = {
+    let mut table = [true; 256];
+    let special = b" \t\n;&|()<>\\'\"$`={*?[";
+    let mut at = 0;
+    while at < special.len() {
+        table[special[at] as usize] = false;
+        at += 1;
+    }
+    table
+};
+
 /// What reading a `$` produced.
 pub(super) enum Dollar {
-    /// A plain `$` or a parameter kept as written.
+    /// A plain `$`, or a `${...}` kept as written.
     Literal,
-    /// A substitution that was entered.
+    /// A `$name`: the `$` kept, the name read on as text. Its value is known at run time.
+    Variable,
+    /// A positional or special parameter whose value the text tells.
+    Known,
+    /// A substitution that was entered, or a parameter only known at run time.
     Expanded,
     /// A quoted string (`$'...'`, `$"..."`).
     Quoted,
@@ -98,7 +120,7 @@ impl<'s> Parser<'s> {
     /// will expand later (a prompt, an array subscript).
     pub(super) fn expand_as_double_quoted(&self, cx: &mut Context, text: &[u8]) {
         if self.depth + 1 >= MAX_DEPTH {
-            crude(cx, text);
+            give_up(cx);
         } else {
             let mut inner = Parser::new(text, self.depth + 1);
             let mut scratch = Vec::new();
@@ -126,6 +148,14 @@ impl<'s> Parser<'s> {
                     quoted = true;
                     self.advance(1);
                     self.single_quoted(&mut text);
+                }
+                b'$' if self.peek_at(1) == Some(b'\'') => {
+                    // Decoded, and a NUL dropped (the delimiter is a C string that goes on).
+                    quoted = true;
+                    self.advance(2);
+                    let mut decoded = Vec::new();
+                    self.ansi_c_decode(&mut decoded);
+                    text.extend(decoded.into_iter().filter(|&b| b != 0));
                 }
                 b'"' => {
                     quoted = true;
@@ -192,6 +222,7 @@ impl<'s> Parser<'s> {
                     self.command_substitution(cx);
                     self.push_placeholder(&mut word.text, start, placeholder);
                     word.expanded = true;
+                    word.dynamic = true;
                 }
                 b'\\' => match self.peek_at(1) {
                     Some(b'\n') => self.advance(2),
@@ -212,12 +243,17 @@ impl<'s> Parser<'s> {
                 }
                 b'"' => {
                     self.advance(1);
-                    self.double_quoted(cx, &mut word.text, false);
+                    word.dynamic |= self.double_quoted(cx, &mut word.text, false);
                     word.quoted = true;
                 }
                 b'$' => match self.dollar(cx, &mut word.text, false) {
                     Dollar::Literal => {}
-                    Dollar::Expanded => word.expanded = true,
+                    Dollar::Variable => word.dynamic = true,
+                    Dollar::Known => word.expanded = true,
+                    Dollar::Expanded => {
+                        word.expanded = true;
+                        word.dynamic = true;
+                    }
                     Dollar::Quoted => word.quoted = true,
                     Dollar::Blank => {
                         if !word.text.is_empty() || word.quoted || word.expanded {
@@ -228,6 +264,7 @@ impl<'s> Parser<'s> {
                 b'`' => {
                     self.backtick(cx, &mut word.text, false);
                     word.expanded = true;
+                    word.dynamic = true;
                 }
                 b'=' => {
                     let name = word.text.strip_suffix(b"+").unwrap_or(&word.text);
@@ -256,11 +293,21 @@ impl<'s> Parser<'s> {
                     word.text.push(b'{');
                     self.advance(1);
                 }
-                other => {
-                    word.glob |= matches!(other, b'*' | b'?')
-                        || (other == b'[' && self.rest()[1..].contains(&b']'));
-                    word.text.push(other);
+                b'*' | b'?' | b'[' => {
+                    word.glob |= byte != b'[' || self.rest()[1..].contains(&b']');
+                    word.text.push(byte);
                     self.advance(1);
+                }
+                _ => {
+                    // A run of bytes that mean nothing to the shell, taken at once.
+                    let rest = self.rest();
+                    let run = rest
+                        .iter()
+                        .position(|&b| !is_plain(b))
+                        .unwrap_or(rest.len())
+                        .max(1);
+                    word.text.extend_from_slice(&rest[..run]);
+                    self.advance(run);
                 }
             }
             // The spelling with every `${x:-word}` standing as its word.
@@ -309,13 +356,20 @@ impl<'s> Parser<'s> {
     }
 
     /// Reads a double-quoted string after its opening quote, or a heredoc body (which has no
-    /// closing quote) when `heredoc` is set, entering `$( )`, `${ }` and backticks.
-    pub(super) fn double_quoted(&mut self, cx: &mut Context, buf: &mut Vec<u8>, heredoc: bool) {
+    /// closing quote) when `heredoc` is set, entering `$( )`, `${ }` and backticks. Returns
+    /// whether some part of it is only known at run time.
+    pub(super) fn double_quoted(
+        &mut self,
+        cx: &mut Context,
+        buf: &mut Vec<u8>,
+        heredoc: bool,
+    ) -> bool {
+        let mut dynamic = false;
         while let Some(byte) = self.peek() {
             match byte {
                 b'"' if !heredoc => {
                     self.advance(1);
-                    return;
+                    return dynamic;
                 }
                 b'\\' => match self.peek_at(1) {
                     Some(b'\n') => self.advance(2),
@@ -333,15 +387,22 @@ impl<'s> Parser<'s> {
                     }
                 },
                 b'$' => {
-                    self.dollar(cx, buf, true);
+                    dynamic |= matches!(
+                        self.dollar(cx, buf, true),
+                        Dollar::Variable | Dollar::Expanded
+                    );
                 }
-                b'`' => self.backtick(cx, buf, true),
+                b'`' => {
+                    self.backtick(cx, buf, true);
+                    dynamic = true;
+                }
                 other => {
                     buf.push(other);
                     self.advance(1);
                 }
             }
         }
+        dynamic
     }
 
     /// Reads what follows a `$`.
@@ -363,9 +424,7 @@ impl<'s> Parser<'s> {
                     // Not arithmetic after all: `$( (subshell) )`.
                     let scanned = self.pos.saturating_sub(start);
                     if cx.budget < scanned {
-                        self.pos = start + 2;
-                        self.crude_group(cx, b'(', b')');
-                        buf.extend_from_slice(b"$(...)");
+                        self.give_up(cx);
                         return Dollar::Expanded;
                     }
                     cx.budget -= scanned;
@@ -388,7 +447,7 @@ impl<'s> Parser<'s> {
                 match parameter(&self.src[start + 2..inner_end], &cx.args) {
                     Parameter::Known(value) => {
                         buf.extend_from_slice(&value);
-                        return Dollar::Expanded;
+                        return Dollar::Known;
                     }
                     Parameter::Default(word) => self.default_word = Some(word),
                     Parameter::Unreadable(reason) => cx.refuse(|| reason.to_owned()),
@@ -419,7 +478,7 @@ impl<'s> Parser<'s> {
                 // with no arguments, so `s$@udo` reads as `sudo` and `$0 -c X` runs X.
                 self.advance(2);
                 buf.extend(special_value(&[name], &cx.args).unwrap_or_default());
-                Dollar::Expanded
+                Dollar::Known
             }
             _ => {
                 let rest = self.src.get(start + 1..).unwrap_or(&[]);
@@ -432,7 +491,11 @@ impl<'s> Parser<'s> {
                 }
                 buf.push(b'$');
                 self.advance(1);
-                Dollar::Literal
+                if self.peek().is_some_and(is_name_byte) {
+                    Dollar::Variable
+                } else {
+                    Dollar::Literal
+                }
             }
         }
     }

@@ -25,13 +25,14 @@
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
 //! (`$(echo sudo)`), an alias, a function defined earlier, a script file, `source`, or a
 //! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
-//! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not parsed
-//! but cut crudely at every operator and bracket with quotes removed, which over-reports
-//! rather than under-reports, and [`Split::refusal`] says so; the policy refuses such text.
+//! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not read, and
+//! [`Split::refusal`] says so; the policy refuses such text. Once a refusal is set, the
+//! rest of the text is not read either: it is refused whatever follows, so the commands
+//! listed end there. A command read again with the same words is listed once.
 //! The pass never panics, and its time and the size of what it returns are linear in the
 //! input (times a small constant).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 mod expand;
 mod grammar;
@@ -43,10 +44,10 @@ pub(crate) use wrappers::SHELLS;
 
 use grammar::Until;
 use lexer::Heredoc;
-use wrappers::{code_strings, find_exec_commands, peel, shell_run, ShellRun};
+use wrappers::{code_strings, find_exec_commands, peel, shell_run, Rest, ShellRun};
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
-/// before the rest of that construct is treated crudely.
+/// before the text is given up on.
 pub const MAX_DEPTH: usize = 64;
 
 /// How many wrapper layers (`nohup timeout 5 env X=1 ...`) are peeled off one command.
@@ -68,6 +69,9 @@ pub struct SimpleCommand {
     /// Program names (the first word of some layer) that are unquoted globs, such as
     /// `/usr/bin/sud?`: the program that runs is whichever file matches.
     pub name_globs: Vec<String>,
+    /// The program's name (the first word of some layer) holds a substitution or a
+    /// variable, so which program runs is only known at run time (`$cmd`, `zap$(x)me`).
+    pub dynamic_name: bool,
 }
 
 /// The simple commands found in a text, and why it cannot be checked when it cannot.
@@ -77,11 +81,10 @@ pub struct Split {
     /// before the command holding it).
     pub commands: Vec<SimpleCommand>,
     /// Set when some part of the text could hide a command the splitter cannot name: a
-    /// construct it does not follow (a string the shell runs as code, a here-document fed
-    /// to a shell, a glob for a command name), or nesting deeper than [`MAX_DEPTH`] or
-    /// re-parsing past the budget (where it fell back to its crude reading, which
-    /// over-reports but may be incomplete). The sentence names the first such construct;
-    /// the policy refuses the text with it.
+    /// construct it does not follow (a string the shell runs as code, a syntax error bash
+    /// goes on after, a glob for a command name), or nesting deeper than [`MAX_DEPTH`] or
+    /// re-parsing past the budget. The sentence names the first such construct; the
+    /// policy refuses the text with it, and [`Split::commands`] ends where it was found.
     pub refusal: Option<String>,
 }
 
@@ -96,9 +99,12 @@ pub fn split(text: &str) -> Split {
     let mut cx = Context {
         out: Vec::new(),
         budget: allowance,
-        crude_budget: allowance,
         refusal: None,
         args: vec![b"bash".to_vec()],
+        args_generation: 0,
+        seen: HashMap::new(),
+        scripts: HashSet::new(),
+        key: Vec::new(),
     };
     let mut parser = Parser::new(text.as_bytes(), 0);
     parser.parse_list(&mut cx, Until::End);
@@ -141,12 +147,19 @@ struct Context {
     /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
     /// `eval` arguments, `find -exec` commands, retried `((`).
     budget: usize,
-    /// How many more bytes the crude fallback may read.
-    crude_budget: usize,
     /// The first construct that makes the text impossible to check, if any.
     refusal: Option<String>,
     /// The positional parameters of the script being read, `$0` first.
     args: Vec<Vec<u8>>,
+    /// Changes whenever `args` does.
+    args_generation: u64,
+    /// The simple commands already read (see `grammar::repeat_key`), with whether each is
+    /// a shell reading its script from standard input.
+    seen: HashMap<Vec<u8>, bool>,
+    /// The strings already split as scripts of their own, after the generation of `args`.
+    scripts: HashSet<Vec<u8>>,
+    /// Room to build a key for `seen` in.
+    key: Vec<u8>,
 }
 
 impl Context {
@@ -173,6 +186,8 @@ struct Word {
     brace: bool,
     /// The word holds an unquoted `*`, `?` or `[...]`: bash may replace it by file names.
     glob: bool,
+    /// Some part is only known at run time: a substitution, `$name`, an unset parameter.
+    dynamic: bool,
     /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
     /// is when the variable is unset. None when it holds no such default.
     alternative: Option<Vec<u8>>,
@@ -192,6 +207,11 @@ struct Parser<'s> {
     src: &'s [u8],
     pos: usize,
     depth: usize,
+    /// How many `$( )`, `<( )` or `>( )` of this text enclose the position.
+    substitutions: usize,
+    /// The last substitution read (its text's start and end, after the opening bracket)
+    /// with the depth, substitutions and parameters' generation it was read in.
+    last_substitution: Option<(usize, usize, (usize, usize, u64))>,
     heredocs: Vec<Heredoc>,
     /// The word of the last `${x:-word}` read, for the word's alternative spelling.
     default_word: Option<Vec<u8>>,
@@ -203,6 +223,8 @@ impl<'s> Parser<'s> {
             src,
             pos: 0,
             depth,
+            substitutions: 0,
+            last_substitution: None,
             heredocs: Vec::new(),
             default_word: None,
         }
@@ -225,11 +247,23 @@ impl<'s> Parser<'s> {
     }
 }
 
+/// The longest string whose reading is remembered, so that it is read only once.
+const MAX_REPEAT_SCRIPT: usize = 4096;
+
 /// Splits `text` (the body of backticks, a `-c` string, `eval`'s arguments) as shell text of
-/// its own, or crudely when nesting or the re-parse budget runs out.
+/// its own, or gives up when nesting or the re-parse budget runs out.
 fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
+    if text.len() <= MAX_REPEAT_SCRIPT {
+        // The same string read again (backticks repeated, `sh -c` with the same text) with
+        // the same positional parameters finds the same commands.
+        let mut key = cx.args_generation.to_le_bytes().to_vec();
+        key.extend_from_slice(text);
+        if !cx.scripts.insert(key) {
+            return;
+        }
+    }
     if depth >= MAX_DEPTH || cx.budget < text.len() {
-        crude(cx, text);
+        give_up(cx);
         return;
     }
     cx.budget -= text.len();
@@ -237,61 +271,25 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
     parser.parse_list(cx, Until::End);
 }
 
-/// The conservative reading used where the parser gives up: quotes and backslashes are
-/// removed and the text is cut at every operator and bracket; each distinct piece is a
-/// command. Past its own budget it lists nothing more (the text is marked as given up on
-/// either way).
-fn crude(cx: &mut Context, text: &[u8]) {
+/// Where the parser gives up (nesting past [`MAX_DEPTH`], the re-parse budget spent): the
+/// text is refused, so nothing after it needs reading.
+fn give_up(cx: &mut Context) {
     cx.refuse(|| TOO_COMPLEX.to_owned());
-    if cx.crude_budget < text.len() {
-        cx.crude_budget = 0;
-        return;
-    }
-    cx.crude_budget -= text.len();
-    let mut seen = HashSet::new();
-    for piece in text.split(|b| b";&|(){}<>\n`".contains(b)) {
-        let cleaned: Vec<u8> = piece
-            .iter()
-            .copied()
-            .filter(|b| !matches!(b, b'\'' | b'"' | b'\\'))
-            .collect();
-        if !seen.insert(cleaned.clone()) {
-            continue;
-        }
-        let cleaned = String::from_utf8_lossy(&cleaned);
-        let words: Vec<String> = cleaned
-            .split_whitespace()
-            .skip_while(|w| {
-                matches!(
-                    *w,
-                    "if" | "then"
-                        | "elif"
-                        | "else"
-                        | "fi"
-                        | "do"
-                        | "done"
-                        | "while"
-                        | "until"
-                        | "!"
-                        | "case"
-                        | "esac"
-                        | "for"
-                        | "in"
-                ) || w
-                    .split_once('=')
-                    .is_some_and(|(name, _)| is_name(name.as_bytes()))
-            })
-            .map(str::to_owned)
-            .collect();
-        if !words.is_empty() {
-            emit_texts(cx, words, MAX_DEPTH, None, &Input::Inherited, &[]);
-        }
-    }
+}
+
+/// Words of a command that, standing as a program's name, make it unknown until run time.
+#[derive(Default)]
+struct Names {
+    /// Unquoted globs.
+    globs: Vec<String>,
+    /// Words holding a substitution or a variable.
+    dynamic: Vec<String>,
 }
 
 /// Builds the spellings of one simple command from its words, peeling wrappers, and splits
 /// the scripts it hands to a shell or keeps to run later. `written` is an extra spelling
-/// (the text before brace expansion); `stdin` is what the command reads on standard input.
+/// (the text before brace expansion); `stdin` is what the command reads on standard input;
+/// `names` are the words that make a name unknown until run time.
 /// At `MAX_DEPTH` nothing is split any further. Returns whether the command is a shell
 /// that reads its script from standard input.
 fn emit_texts(
@@ -300,19 +298,52 @@ fn emit_texts(
     depth: usize,
     written: Option<String>,
     stdin: &Input,
-    globs: &[String],
+    names: &Names,
 ) -> bool {
-    let mut layers = vec![words];
+    if cx.refusal.is_some() {
+        // The text is refused whatever this command is.
+        return false;
+    }
+    // Each layer is a run of words in one of `stores`: a wrapper's command is the tail of
+    // its own words, so peeling shares them instead of copying them.
+    let mut stores = vec![words];
+    let mut layers: Vec<(usize, usize)> = vec![(0, 0)];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
-    while layers.len() < MAX_LAYERS {
-        let Some(peeled) = layers.last().and_then(|layer| peel(layer)) else {
+    loop {
+        let (store, start) = layers[layers.len() - 1];
+        let Some(peeled) = peel(&stores[store][start..]) else {
             break;
         };
-        scripts.extend(peeled.scripts.into_iter().map(|s| (s, None)));
-        if peeled.words.is_empty() {
+        if layers.len() == MAX_LAYERS {
+            // The program that finally runs is further in than the layers read.
+            cx.refuse(|| {
+                format!(
+                    "more than {MAX_LAYERS} programs that run a program (`nohup`, `env`, \
+                     `eval` ...) stand before the command"
+                )
+            });
             break;
         }
-        layers.push(peeled.words);
+        scripts.extend(peeled.scripts.into_iter().map(|s| (s, None)));
+        match peeled.runs {
+            Rest::From(offset) => layers.push((store, start + offset)),
+            Rest::Words(words) if words.is_empty() => break,
+            Rest::Words(words) => {
+                stores.push(words);
+                layers.push((stores.len() - 1, 0));
+            }
+        }
+    }
+    if cx.refusal.is_some() {
+        // Refused already (too many layers): the command as written is all that is worth
+        // listing, and spelling every layer of it would only cost time.
+        let spellings = spellings(&stores[0]);
+        cx.out.push(SimpleCommand {
+            forms: spellings.clone(),
+            innermost: spellings,
+            ..SimpleCommand::default()
+        });
+        return false;
     }
     let mut command = SimpleCommand::default();
     if let Some(written) = written {
@@ -321,16 +352,21 @@ fn emit_texts(
     let mut reads_stdin = false;
     let mut expand = Vec::new();
     let mut execs = Vec::new();
-    for layer in layers.iter_mut() {
-        match shell_run(layer) {
+    for (index, &(store, start)) in layers.iter().enumerate() {
+        let layer = &stores[store][start..];
+        let last = index + 1 == layers.len();
+        // Only the innermost program can be a shell or `eval` (an `eval` of plain words
+        // was peeled as a wrapper).
+        match shell_run(layer).filter(|_| last) {
             Some(ShellRun::String(script, args)) => {
+                command.transparent |= last;
                 scripts.push((script, (basename(&layer[0]) != "eval").then_some(args)));
             }
             Some(ShellRun::Stdin) => {
                 reads_stdin = true;
                 match stdin {
                     // The shell's script is the heredoc or here-string, split on its own.
-                    Input::Here(marker) => layer.push(marker.clone()),
+                    Input::Here(_) => command.transparent |= last,
                     // A script from a pipe: spelled `<shell> -s` whatever its options, so
                     // `Bash(sh -s)` names `curl ... | sh -e`.
                     Input::Pipe => command.forms.push(format!("{} -s", basename(&layer[0]))),
@@ -346,24 +382,35 @@ fn emit_texts(
         expand.extend(again);
         execs.extend(find_exec_commands(layer));
     }
-    command.transparent = layers.last().is_some_and(|l| {
-        matches!(shell_run(l), Some(ShellRun::String(..)))
-            || (reads_stdin && matches!(stdin, Input::Here(_)))
-    });
-    for layer in &layers {
-        for spelling in spellings(layer) {
+    for (index, &(store, start)) in layers.iter().enumerate() {
+        let layer = &stores[store][start..];
+        let mut layer_spellings = spellings(layer);
+        if let (Input::Here(marker), true) = (stdin, reads_stdin && index + 1 == layers.len()) {
+            // A shell reading a heredoc is spelled with it: `bash <<EOF`.
+            for spelling in &mut layer_spellings {
+                spelling.push(' ');
+                spelling.push_str(marker);
+            }
+        }
+        if index + 1 == layers.len() {
+            command.innermost = layer_spellings.clone();
+        }
+        for spelling in layer_spellings {
             if !command.forms.contains(&spelling) {
                 command.forms.push(spelling);
             }
         }
     }
-    command.innermost = layers.last().map(|l| spellings(l)).unwrap_or_default();
-    command.name_globs = layers
-        .iter()
-        .filter_map(|layer| layer.first())
-        .filter(|name| globs.contains(name))
+    let first_words = || {
+        layers
+            .iter()
+            .filter_map(|&(store, start)| stores[store].get(start))
+    };
+    command.name_globs = first_words()
+        .filter(|name| names.globs.contains(name))
         .cloned()
         .collect();
+    command.dynamic_name = first_words().any(|name| names.dynamic.contains(name));
     cx.out.push(command);
     if depth >= MAX_DEPTH {
         if !(scripts.is_empty() && expand.is_empty() && execs.is_empty()) {
@@ -376,13 +423,27 @@ fn emit_texts(
             Some(args) => {
                 let args = args.into_iter().map(String::into_bytes).collect();
                 let outer = std::mem::replace(&mut cx.args, args);
+                cx.args_generation += 1;
                 sub_parse(cx, script.as_bytes(), depth + 1);
                 cx.args = outer;
+                cx.args_generation += 1;
             }
             None => sub_parse(cx, script.as_bytes(), depth + 1),
         }
     }
     for text in expand {
+        if text.contains(['\'', '"']) {
+            // bash expands such a name in a quoting context of its own; with quotes inside
+            // the substitution, which commands it runs is not what a second reading finds.
+            cx.refuse(|| {
+                format!(
+                    "the name '{}' is expanded a second time (as a subscript), and the \
+                     substitution in it holds quotes",
+                    grammar::truncated(&text)
+                )
+            });
+            break;
+        }
         Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
     }
     for exec in execs {
@@ -392,7 +453,14 @@ fn emit_texts(
             continue;
         }
         cx.budget -= size;
-        emit_texts(cx, exec, depth + 1, None, &Input::Inherited, &[]);
+        emit_texts(
+            cx,
+            exec,
+            depth + 1,
+            None,
+            &Input::Inherited,
+            &Names::default(),
+        );
     }
     reads_stdin
 }

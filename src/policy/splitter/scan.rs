@@ -1,11 +1,14 @@
 //! The one balanced-group scanner: it reads from just after an opening bracket to the
 //! bracket that closes it, minding quotes, backslashes and (where the shell has them)
 //! comments, and either entering every substitution on the way or only stepping over it.
-//! Arithmetic `(( ))`, `${ }`, array assignments `=( )` and the crude fallback for text
-//! nested too deeply are all read with it.
+//! Arithmetic `(( ))`, `${ }`, array assignments `=( )` and heredoc delimiters are all
+//! read with it.
 
 use super::grammar::Until;
-use super::{crude, Context, Parser, MAX_DEPTH};
+use super::{give_up, Context, Parser, MAX_DEPTH};
+
+/// The longest substitution whose text is remembered to skip an identical one after it.
+const MAX_REMEMBERED: usize = 4096;
 
 /// What kind of group is being read, which decides how its inside is treated.
 #[derive(Clone, Copy)]
@@ -64,9 +67,20 @@ impl<'s> Parser<'s> {
         let mut nesting = 0usize;
         let mut scratch = Vec::new();
         let mut word_start = true;
+        // Inside `${ }` a bare `{` does not nest: the first `}` closes it (`${x:-{a}`);
+        // only a `${` of its own does.
+        let braces = group.open == b'{';
         while let Some(byte) = self.peek() {
+            if cx.refusal.is_some() {
+                // The text is refused whatever follows.
+                self.pos = self.src.len();
+                return false;
+            }
             let starts_word = word_start;
             word_start = matches!(byte, b' ' | b'\t' | b'\n' | b'(' | b';' | b'|' | b'&');
+            if group.comments {
+                self.array_syntax_error(cx, byte);
+            }
             match byte {
                 b if b == group.close => {
                     if nesting == 0 {
@@ -75,9 +89,18 @@ impl<'s> Parser<'s> {
                     nesting -= 1;
                     self.advance(1);
                 }
-                b if b == group.open => {
+                b if b == group.open && !braces => {
                     nesting += 1;
                     self.advance(1);
+                }
+                b'$' if braces && !group.enter && self.peek_at(1) == Some(b'{') => {
+                    nesting += 1;
+                    self.advance(2);
+                }
+                b'<' | b'>' if group.comments && self.peek_at(1) == Some(b'(') => {
+                    // A process substitution among the elements runs its commands.
+                    self.advance(2);
+                    self.command_substitution(cx);
                 }
                 b'\\' => self.advance(2),
                 b'#' if group.comments && starts_word => self.skip_comment(),
@@ -109,32 +132,75 @@ impl<'s> Parser<'s> {
         false
     }
 
-    /// Steps over the rest of a group whose opening byte was consumed, including its
-    /// closing byte, and reads what it held crudely: used where nesting is too deep.
-    pub(super) fn crude_group(&mut self, cx: &mut Context, open: u8, close: u8) {
-        let start = self.pos;
-        self.scan_group(cx, Group::skip(open, close));
-        crude(cx, &self.src[start..self.pos]);
-        if self.peek() == Some(close) {
-            self.advance(1);
+    /// Notes, at `byte` inside an array assignment's `( )`, the syntax errors bash does not
+    /// stop at: an unquoted operator (`x=(a; b)`, `x=(a && b)`, `x=(a <f)`) makes bash
+    /// report the error, drop the command and go on at the next line, which the splitter
+    /// cannot follow. Inside `$( )` bash reads the elements a second time, so there an
+    /// escaped operator (`x=(a \; b)`) is such an error too.
+    fn array_syntax_error(&self, cx: &mut Context, byte: u8) {
+        let next = self.peek_at(1);
+        let operator = match byte {
+            b';' | b'&' | b'|' | b'(' => Some(byte),
+            b'<' | b'>' if next != Some(b'(') => Some(byte),
+            b'\\' if self.substitutions > 0 => next.filter(|n| b";&|<>()".contains(n)),
+            _ => None,
+        };
+        if let Some(operator) = operator {
+            cx.refuse(|| {
+                format!(
+                    "an array assignment `NAME=( .. )` holds {} '{}', a syntax error after \
+                     which bash goes on at the next line",
+                    if byte == b'\\' {
+                        "the escaped operator"
+                    } else {
+                        "the operator"
+                    },
+                    operator as char
+                )
+            });
         }
+    }
+
+    /// Gives up where nesting is too deep: the text is refused, so the rest of it is not
+    /// read.
+    pub(super) fn give_up(&mut self, cx: &mut Context) {
+        give_up(cx);
+        self.pos = self.src.len();
     }
 
     /// Reads a command list up to its `)` (after `$(`, `<(` or `>(`).
     pub(super) fn command_substitution(&mut self, cx: &mut Context) {
         if self.depth + 1 >= MAX_DEPTH {
-            self.crude_group(cx, b'(', b')');
+            self.give_up(cx);
             return;
         }
+        let start = self.pos;
+        let state = (self.depth, self.substitutions, cx.args_generation);
+        if let Some((at, end, seen_state)) = self.last_substitution {
+            let seen = &self.src[at..end];
+            if seen_state == state && self.rest().starts_with(seen) {
+                // The same text as the substitution before, read in the same state: the
+                // same commands, already listed (`$(a)$(a)...`).
+                self.advance(seen.len());
+                return;
+            }
+        }
         self.depth += 1;
+        self.substitutions += 1;
         self.parse_list(cx, Until::Paren);
+        self.substitutions -= 1;
         self.depth -= 1;
+        let text = &self.src[start..self.pos];
+        // Only a short one-line text is remembered: a newline could read heredoc bodies.
+        if text.len() <= MAX_REMEMBERED && !text.contains(&b'\n') && cx.refusal.is_none() {
+            self.last_substitution = Some((start, self.pos, state));
+        }
     }
 
     /// Reads an arithmetic expression after `((`, entering substitutions in it.
     pub(super) fn arithmetic(&mut self, cx: &mut Context) -> Arithmetic {
         if self.depth + 1 >= MAX_DEPTH {
-            self.crude_group(cx, b'(', b')');
+            self.give_up(cx);
             if self.peek() == Some(b')') {
                 self.advance(1);
             }
@@ -158,7 +224,7 @@ impl<'s> Parser<'s> {
     /// it pair up even within double quotes, as they do for bash when it looks for the `}`.
     pub(super) fn braced_parameter(&mut self, cx: &mut Context, in_quotes: bool) {
         if self.depth + 1 >= MAX_DEPTH {
-            self.crude_group(cx, b'{', b'}');
+            self.give_up(cx);
             return;
         }
         self.depth += 1;

@@ -4,6 +4,7 @@
 //! `trap` and the other builtins that run or expand a string later; and the commands of
 //! `find -exec`.
 
+use super::lexer::is_plain;
 use super::{basename, is_assignment};
 
 /// Shells: their `-c` string is split as shell text, and without a script operand they
@@ -434,20 +435,37 @@ const WRAPPERS: &[Wrapper] = &[
     },
 ];
 
-/// One layer peeled off a command: the command it runs (may be empty) and the shell
-/// strings it hands to a shell.
-#[derive(Default)]
+/// One layer peeled off a command: the command it runs and the shell strings it hands to a
+/// shell.
 pub(super) struct Peeled {
-    pub words: Vec<String>,
+    pub runs: Rest,
     pub scripts: Vec<String>,
+}
+
+/// The command a wrapper runs.
+pub(super) enum Rest {
+    /// Its own words from this index on (shared with the wrapper's, not copied).
+    From(usize),
+    /// Words of its own making (`env -S`, `su`'s shell); empty when it runs no command.
+    Words(Vec<String>),
 }
 
 /// The words a wrapper runs and the shell strings it runs, or None when the command is not
 /// a wrapper.
 pub(super) fn peel(words: &[String]) -> Option<Peeled> {
     let name = basename(words.first()?);
+    if name == "eval" {
+        // `eval` of plain words runs those words: peeled like a wrapper.
+        return eval_of_words(words).map(|start| Peeled {
+            runs: Rest::From(start),
+            scripts: Vec::new(),
+        });
+    }
     let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&name))?;
-    let mut peeled = Peeled::default();
+    let mut peeled = Peeled {
+        runs: Rest::Words(Vec::new()),
+        scripts: Vec::new(),
+    };
     let mut split_string: Option<String> = None;
     let mut index = 1;
     while index < words.len() {
@@ -529,10 +547,12 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             index += 1;
         }
     }
-    let rest = words.get(index..).unwrap_or(&[]);
+    let index = index.min(words.len());
+    let rest = &words[index..];
     match wrapper.runs {
         Runs::Command => {
-            let mut rest = rest.get(wrapper.operands..).unwrap_or(&[]);
+            let start = (index + wrapper.operands).min(words.len());
+            let rest = &words[start..];
             // `flock FILE -c COMMAND`: the command option may follow the operands.
             let command_option = rest.first().is_some_and(|w| {
                 wrapper
@@ -542,14 +562,14 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             });
             if command_option {
                 peeled.scripts.extend(rest.get(1).cloned());
-                rest = &[];
+            } else if let Some(split_string) = split_string {
+                let mut command: Vec<String> =
+                    split_string.split_whitespace().map(str::to_owned).collect();
+                command.extend(rest.iter().cloned());
+                peeled.runs = Rest::Words(command);
+            } else if !rest.is_empty() {
+                peeled.runs = Rest::From(start);
             }
-            if let Some(split_string) = split_string {
-                peeled
-                    .words
-                    .extend(split_string.split_whitespace().map(str::to_owned));
-            }
-            peeled.words.extend(rest.iter().cloned());
         }
         Runs::Joined => {
             let rest = rest.get(wrapper.operands..).unwrap_or(&[]);
@@ -561,15 +581,37 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             // `su [user [shell arguments]]`; `runuser -u user command`.
             let by_option = words.iter().any(|w| w == "-u" || w.starts_with("--user"));
             if by_option && name == "runuser" {
-                peeled.words.extend(rest.iter().cloned());
+                if !rest.is_empty() {
+                    peeled.runs = Rest::From(index);
+                }
             } else if rest.len() > 1 {
-                peeled.words.push("sh".to_owned());
-                peeled.words.extend(rest[1..].iter().cloned());
+                let mut command = vec!["sh".to_owned()];
+                command.extend(rest[1..].iter().cloned());
+                peeled.runs = Rest::Words(command);
             }
         }
         Runs::Nothing => {}
     }
     Some(peeled)
+}
+
+/// Reserved words, which mean something else as the first word of a command.
+pub(super) const RESERVED: &[&str] = &[
+    "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while",
+    "until", "for", "select", "in", "function", "time", "coproc", "[[", "]]",
+];
+
+/// For `eval` (`words[0]`) whose arguments read back as the same words (each plain,
+/// not a comment, the first not a reserved word), the index of the first of them: their
+/// text joined is a simple command with exactly those words, so it needs no second
+/// reading. None when the arguments must be read as shell text.
+fn eval_of_words(words: &[String]) -> Option<usize> {
+    let start = 1 + words[1..].iter().take_while(|w| *w == "--").count();
+    let args = words.get(start..).filter(|args| !args.is_empty())?;
+    let plain = args
+        .iter()
+        .all(|arg| !arg.is_empty() && !arg.starts_with('#') && arg.bytes().all(is_plain));
+    (plain && !RESERVED.contains(&args[0].as_str())).then_some(start)
 }
 
 /// How a shell command runs its script.
@@ -581,7 +623,7 @@ pub(super) enum ShellRun {
 }
 
 /// For a shell, how it gets its script (None for a script file or another program); for
-/// `eval`, its arguments joined.
+/// `eval`, its arguments joined (an `eval` of plain words is also peeled as a wrapper).
 pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
     let name = basename(words.first()?);
     if name == "eval" {
