@@ -4,12 +4,14 @@
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
 //! `follow`), writes to a command's input while it is full, and lookups that race a
 //! writer's final close. No FUSE worker ever waits; the reply is stored and the worker
-//! returns. One thread (the "waker") answers parked
-//! replies when the supervisor reports news for their job, when their deadline
-//! (`--wait-timeout`) passes, or when the reading process has a signal pending (fuser
-//! does not pass FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each
-//! parked reply is owned by exactly one place at a time (the lot, or the thread that
-//! took it out), so it is answered exactly once.
+//! returns. A parked reply is answered when what it waits for happens: news of a
+//! change of state (an exit, a start, a release) is answered on the thread that
+//! brings it, so `wait` costs no extra thread hop; output news goes to one thread (the
+//! "waker"), which also answers replies whose deadline (`--wait-timeout`) passes and
+//! those whose reading process has a signal pending (fuser does not pass
+//! FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each parked reply
+//! is owned by exactly one place at a time (the lot, or the thread that took it out),
+//! so it is answered exactly once.
 //!
 //! A second thread (the "ticker") does the tree's slow work off the request threads:
 //! the periodic tick (settle, keep, abandoned drafts) and the spawns the tree queues.
@@ -30,7 +32,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -99,6 +101,10 @@ pub struct Wakes {
     sender: Sender<Wake>,
     /// Parked replies not answered yet, by what they wait for.
     waiting: Arc<Mutex<HashMap<Awaited, usize>>>,
+    /// The tree and the lot, once built: news of a state change (an exit, a start, a
+    /// release) is answered on the thread that brings it, not handed to the waker,
+    /// which would cost a `wait` one more thread to be scheduled.
+    here: Arc<OnceLock<(Weak<Tree>, Weak<Lot>)>>,
 }
 
 impl Wakes {
@@ -108,22 +114,47 @@ impl Wakes {
         let wakes = Wakes {
             sender,
             waiting: Arc::new(Mutex::new(HashMap::new())),
+            here: Arc::new(OnceLock::new()),
         };
         (wakes, receiver)
     }
 
-    /// Job `id` has news.
+    /// Job `id` has news. Output goes to the waker (the pump that reads a loud
+    /// command must not also serve its readers); a change of state is answered here.
     pub fn job(&self, id: u64, news: News) {
-        if self.wanted(Some((id, news))) {
+        if !self.wanted(Some((id, news))) {
+            return;
+        }
+        if news == News::Output || !self.answer_here(Some(id)) {
             let _ = self.sender.send(Wake::Job(id));
         }
     }
 
     /// A handle was released or a command appeared: parked lookups may find theirs.
     fn released(&self) {
-        if self.wanted(None) {
+        if self.wanted(None) && !self.answer_here(None) {
             let _ = self.sender.send(Wake::Released);
         }
+    }
+
+    /// Answers what job `id`'s news (None: a release) may answer, on this thread;
+    /// false before the lot exists.
+    fn answer_here(&self, news: Option<u64>) -> bool {
+        let Some((tree, lot)) = self.here.get() else {
+            return false;
+        };
+        let Some(lot) = lot.upgrade() else {
+            return false;
+        };
+        // Once the lot has closed nothing is parked, and the tree is left alone.
+        if lot.closed.load(Ordering::SeqCst) {
+            return true;
+        }
+        let Some(tree) = tree.upgrade() else {
+            return false;
+        };
+        lot.answer(&tree, &Look::news(news));
+        true
     }
 
     /// Whether a parked reply waits for this news (None: a release). Output news
@@ -206,16 +237,84 @@ impl Lot {
                 lot.push(parked);
                 drop(lot);
                 // The news may have come between the tree's answer and the push
-                // above; a fresh wake-up makes the waker look again.
-                self.wakes.send(match job {
-                    Some(id) => Wake::Job(id),
-                    None => Wake::Released,
-                });
+                // above; one more look finds it.
+                self.answer(tree, &Look::news(job));
                 return;
             }
         }
         // Shutting down: nothing more will come; answer now.
         finish_timed_out(tree, parked);
+    }
+
+    /// Takes out every parked reply `look` concerns (its news, its deadline, a signal
+    /// check), answers those that can be answered now, and parks the rest again. Any
+    /// thread may look, never holding the lot's lock while it asks the tree.
+    fn answer(&self, tree: &Tree, look: &Look) {
+        let taken: Vec<Parked> = {
+            let mut parked = self.parked.lock();
+            let (take, keep): (Vec<Parked>, Vec<Parked>) = std::mem::take(&mut *parked)
+                .into_iter()
+                .partition(|p| look.concerns(p));
+            *parked = keep;
+            take
+        };
+        let mut back = Vec::new();
+        for parked in taken {
+            if parked.deadline <= look.now {
+                finish_timed_out(tree, parked);
+            } else if look.check_signals && caller_interrupted(parked.pid) {
+                finish_interrupted(parked);
+            } else if let Some(parked) = retry(tree, parked) {
+                back.push(parked);
+            }
+        }
+        if back.is_empty() {
+            return;
+        }
+        let mut parked = self.parked.lock();
+        if !self.closed.load(Ordering::SeqCst) {
+            parked.extend(back);
+            return;
+        }
+        // The lot closed while these were out: nothing more will come.
+        drop(parked);
+        for parked in back {
+            finish_timed_out(tree, parked);
+        }
+    }
+}
+
+/// What one look at the lot is for.
+struct Look {
+    /// Jobs with news.
+    jobs: HashSet<u64>,
+    /// A release or a decision: parked lookups may find theirs.
+    lookups: bool,
+    now: Instant,
+    /// Whether to ask each caller's signals (every 100 ms, by the waker).
+    check_signals: bool,
+}
+
+impl Look {
+    /// A look for job `id`'s news (None: a release's).
+    fn news(news: Option<u64>) -> Look {
+        Look {
+            jobs: news.into_iter().collect(),
+            lookups: news.is_none(),
+            now: Instant::now(),
+            check_signals: false,
+        }
+    }
+
+    fn concerns(&self, parked: &Parked) -> bool {
+        parked.deadline <= self.now
+            || self.check_signals
+            || match parked.job {
+                // `/events`: any command's news, or any decision.
+                Some(ANY_JOB) => !self.jobs.is_empty() || self.lookups,
+                Some(id) => self.jobs.contains(&id),
+                None => self.lookups,
+            }
     }
 }
 
@@ -273,6 +372,9 @@ pub fn build(tree: Arc<Tree>, wakes: Wakes, receiver: Receiver<Wake>) -> Parts {
         wakes: wakes.clone(),
         closed: AtomicBool::new(false),
     });
+    let _ = wakes
+        .here
+        .set((Arc::downgrade(&tree), Arc::downgrade(&lot)));
     let (ticker, ticks) = crossbeam_channel::unbounded();
     let changed = wakes.clone();
     let start = ticker.clone();
@@ -353,36 +455,15 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
         if check_signals {
             last_signal_check = now;
         }
-        // Take out what needs a look; everything else stays parked.
-        let taken: Vec<Parked> = {
-            let mut parked = lot.parked.lock();
-            let (take, keep): (Vec<Parked>, Vec<Parked>) =
-                std::mem::take(&mut *parked).into_iter().partition(|p| {
-                    p.deadline <= now
-                        || check_signals
-                        || match p.job {
-                            // `/events`: any command's news, or any decision.
-                            Some(ANY_JOB) => !jobs.is_empty() || lookups,
-                            Some(id) => jobs.contains(&id),
-                            None => lookups,
-                        }
-                });
-            *parked = keep;
-            take
-        };
-        let mut back = Vec::new();
-        for parked in taken {
-            if parked.deadline <= now {
-                finish_timed_out(&tree, parked);
-            } else if check_signals && caller_interrupted(parked.pid) {
-                finish_interrupted(parked);
-            } else if let Some(parked) = retry(&tree, parked) {
-                back.push(parked);
-            }
-        }
-        if !back.is_empty() {
-            lot.parked.lock().extend(back);
-        }
+        lot.answer(
+            &tree,
+            &Look {
+                jobs,
+                lookups,
+                now,
+                check_signals,
+            },
+        );
     }
 }
 

@@ -104,6 +104,16 @@ fn script_file(text: &[u8]) -> std::io::Result<OwnedFd> {
     Ok(file.into())
 }
 
+/// Joins one of the supervisor's threads, unless this is that thread: a thread that
+/// reports news may answer a reader with it and hold the tree for a moment, and so
+/// drop the last reference to the supervisor; it then ends on its own, having been
+/// told to stop.
+fn join(thread: std::thread::JoinHandle<()>) {
+    if thread.thread().id() != std::thread::current().id() {
+        let _ = thread.join();
+    }
+}
+
 /// What a job's news is about, so that a reader waiting for one kind is not woken by
 /// the other (a loud command has output news for every chunk it writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

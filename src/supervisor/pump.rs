@@ -273,7 +273,7 @@ impl Pump {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
         if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
+            super::join(thread);
         }
     }
 }

@@ -74,7 +74,7 @@ impl Timer {
     pub fn stop(&mut self) {
         let _ = self.sender.send(Message::Stop);
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            super::join(thread);
         }
     }
 }

@@ -77,7 +77,7 @@ impl Writable {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
         if let Some(thread) = self.thread.lock().take() {
-            let _ = thread.join();
+            super::join(thread);
         }
     }
 }
