@@ -133,6 +133,8 @@ impl Mount {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         launcher(&mut command);
+        // What an earlier driver of this mount logged says nothing about this one.
+        let earlier = self.log.lock().unwrap().len();
         let mut child = command.spawn().expect("the terminalfs binary starts");
         let stderr = child.stderr.take().unwrap();
         let log = self.log.clone();
@@ -146,7 +148,8 @@ impl Mount {
         self.child = Some(child);
         let index = self.path.join("index.md");
         let ready = wait_until(Duration::from_secs(20), || {
-            self.log.lock().unwrap().contains("ready: mounted") && std::fs::metadata(&index).is_ok()
+            self.log.lock().unwrap()[earlier..].contains("ready: mounted")
+                && std::fs::metadata(&index).is_ok()
         });
         if !ready {
             let status = self.child.as_mut().unwrap().try_wait();
