@@ -608,6 +608,11 @@ fn a_terminal_screen_reads_the_same_after_a_restart() {
     assert!(wait_until(Duration::from_secs(10), || {
         stored_bytes(&dir) == Some(stdout.len() as u64)
     }));
+    // The record of the start is written by the spool's worker too, on its own time:
+    // a crash before it lands loses the command, so wait for it as for the bytes.
+    assert!(wait_until(Duration::from_secs(10), || {
+        dir.join("meta.json").exists()
+    }));
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();
     child.wait().unwrap();
