@@ -168,6 +168,9 @@ const DEFAULT_REFUSED: &[&str] = &[
     "setsid sudo ls",
     "nohup timeout -s KILL 5 nice -n 3 env X=1 sudo ls",
     "find . -exec sudo rm {} \\;",
+    "find . -exec find / -execdir env sudo rm {} + \\;",
+    "nohup find . -name x -ok true \\; -exec find . -exec sudo ls \\; \\;",
+    "find . -exec find . -exec find . -exec find . -exec sudo ls \\;",
     "coproc sudo ls",
     // Assignments and paths.
     "VAR=1 sudo ls",

@@ -434,7 +434,7 @@ impl<'s> Parser<'s> {
                     // spells `coproc cmd` as `coproc COPROC cmd`: `COPROC` is what runs.
                     let mut texts = vec!["COPROC".to_owned()];
                     texts.extend(words.iter().map(|w| lossy(&w.text)));
-                    emit_texts(cx, texts, self.depth, None, &input, &Names::default());
+                    emit_texts(cx, &texts, self.depth, None, &input, &Names::default());
                 }
                 let reads_stdin = self.emit_words(cx, words, &input);
                 if let Some(key) = key {
@@ -566,7 +566,7 @@ impl<'s> Parser<'s> {
             // `${x:-zapme} args`: the command the default names, when `x` is unset.
             let mut texts = vec![String::from_utf8_lossy(alternative).into_owned()];
             texts.extend(words[1..].iter().map(|w| lossy(&w.text)));
-            emit_texts(cx, texts, self.depth, None, stdin, &Names::default());
+            emit_texts(cx, &texts, self.depth, None, stdin, &Names::default());
         }
         // Which words brace expansion applies to, and whether an empty result is kept (an
         // unquoted empty word is no word at all: `{a,}` is just `a`).
@@ -612,10 +612,10 @@ impl<'s> Parser<'s> {
             }
             if expanded != texts {
                 let written = texts.join(" ");
-                return emit_texts(cx, expanded, self.depth, Some(written), stdin, &names);
+                return emit_texts(cx, &expanded, self.depth, Some(written), stdin, &names);
             }
         }
-        emit_texts(cx, texts, self.depth, None, stdin, &names)
+        emit_texts(cx, &texts, self.depth, None, stdin, &names)
     }
 }
 

@@ -32,6 +32,7 @@
 //! The pass never panics, and its time and the size of what it returns are linear in the
 //! input (times a small constant).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 mod expand;
@@ -294,7 +295,7 @@ struct Names {
 /// that reads its script from standard input.
 fn emit_texts(
     cx: &mut Context,
-    words: Vec<String>,
+    words: &[String],
     depth: usize,
     written: Option<String>,
     stdin: &Input,
@@ -306,7 +307,7 @@ fn emit_texts(
     }
     // Each layer is a run of words in one of `stores`: a wrapper's command is the tail of
     // its own words, so peeling shares them instead of copying them.
-    let mut stores = vec![words];
+    let mut stores: Vec<Cow<[String]>> = vec![Cow::Borrowed(words)];
     let mut layers: Vec<(usize, usize)> = vec![(0, 0)];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
     loop {
@@ -329,7 +330,7 @@ fn emit_texts(
             Rest::From(offset) => layers.push((store, start + offset)),
             Rest::Words(words) if words.is_empty() => break,
             Rest::Words(words) => {
-                stores.push(words);
+                stores.push(Cow::Owned(words));
                 layers.push((stores.len() - 1, 0));
             }
         }
@@ -380,7 +381,13 @@ fn emit_texts(
         let (run, again) = code_strings(layer);
         scripts.extend(run.into_iter().map(|s| (s, None)));
         expand.extend(again);
-        execs.extend(find_exec_commands(layer));
+        // `find -exec` commands are ranges of this layer's words: nested `find`s read
+        // from the one word list, not from a copy per level.
+        execs.extend(
+            find_exec_commands(layer)
+                .into_iter()
+                .map(|r| (store, start + r.start, start + r.end)),
+        );
     }
     for (index, &(store, start)) in layers.iter().enumerate() {
         let layer = &stores[store][start..];
@@ -446,7 +453,8 @@ fn emit_texts(
         }
         Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
     }
-    for exec in execs {
+    for (store, start, end) in execs {
+        let exec = &stores[store][start..end];
         let size: usize = exec.iter().map(|w| w.len() + 1).sum();
         if cx.budget < size {
             cx.refuse(|| TOO_COMPLEX.to_owned());

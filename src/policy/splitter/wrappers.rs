@@ -4,6 +4,8 @@
 //! `trap` and the other builtins that run or expand a string later; and the commands of
 //! `find -exec`.
 
+use std::ops::Range;
+
 use super::lexer::is_plain;
 use super::{basename, is_assignment};
 
@@ -750,8 +752,9 @@ pub(super) fn code_in_assignment(word: &str) -> (Option<String>, Option<String>)
     }
 }
 
-/// The commands `find` runs with `-exec`, `-execdir`, `-ok` and `-okdir`.
-pub(super) fn find_exec_commands(words: &[String]) -> Vec<Vec<String>> {
+/// The commands `find` runs with `-exec`, `-execdir`, `-ok` and `-okdir`, as ranges of
+/// `words`: a nested `find` reads its command from the same words instead of a copy.
+pub(super) fn find_exec_commands(words: &[String]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     if words.first().map(|w| basename(w)) != Some("find") {
         return out;
@@ -762,14 +765,13 @@ pub(super) fn find_exec_commands(words: &[String]) -> Vec<Vec<String>> {
             words[index].as_str(),
             "-exec" | "-execdir" | "-ok" | "-okdir"
         ) {
-            let mut command = Vec::new();
             index += 1;
+            let start = index;
             while index < words.len() && !matches!(words[index].as_str(), ";" | "+") {
-                command.push(words[index].clone());
                 index += 1;
             }
-            if !command.is_empty() {
-                out.push(command);
+            if index > start {
+                out.push(start..index);
             }
         }
         index += 1;
