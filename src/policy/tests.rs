@@ -172,6 +172,9 @@ const DEFAULT_REFUSED: &[&str] = &[
     "nohup find . -name x -ok true \\; -exec find . -exec sudo ls \\; \\;",
     "find . -exec find . -exec find . -exec find . -exec sudo ls \\;",
     "coproc sudo ls",
+    // A closing `>&-`/`<&-` with more after the `-`: the rest is a word.
+    "2>&-sudo id",
+    "echo x; <& -sudo id",
     // Assignments and paths.
     "VAR=1 sudo ls",
     "A=1 B=\"2 3\" sudo ls",

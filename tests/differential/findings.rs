@@ -47,5 +47,11 @@ pub const FINDINGS: &[&str] = &[
     "ecat <(</dev/null ! time ! id * x=1)",
     // An empty command name names no program.
     "PS4='$(zapme)';$'\\0' s;et -x; :",
+    // A prompt string whose `$(` is not closed: bash runs it cut short (`zapm`).
+    "PS4='$(zapme';set -x; :",
+    // `>&` or `<&` with a target starting `-`: the descriptor is closed and the rest of the
+    // target is a word of the command.
+    "bash 2>& -c zapme",
+    "2>&-zapme x; echo <& -zapme",
     "zapme\ncase -x in 'x)')bash -c  zap$'m'e $1 $1; $'zapme' \"$x\";; *) 'zapme' $1 && git push -- {a,b} |& >&2 /usr/bin/zapme;; esac & </dev/null /usr/bin/zapme '}'\n$'\\x00x' EXIT",
 ];

@@ -109,6 +109,7 @@ impl<'s> Parser<'s> {
             self.skip_blanks();
             let Some(byte) = self.peek() else {
                 self.finish(cx, &mut st);
+                cx.unclosed |= until == Until::Paren;
                 return;
             };
             let before = self.pos;
@@ -508,7 +509,20 @@ impl<'s> Parser<'s> {
         } else if matches!(self.peek(), Some(b'>' | b'|' | b'&')) {
             self.advance(1);
         }
-        self.redirect_target(cx);
+        let duplicates = self.src.get(self.pos.wrapping_sub(1)) == Some(&b'&');
+        self.skip_blanks();
+        let closes = duplicates && self.peek() == Some(b'-');
+        let Some(mut target) = self.starts_word().then(|| self.lex_word(cx)) else {
+            return;
+        };
+        if closes && (target.text.len() > 1 || target.quoted) {
+            // `2>&-x`, `<& -x`: bash closes the descriptor and reads what follows the `-`
+            // as a word of the command (`2>&-sudo id` runs `sudo id`).
+            target.text.remove(0);
+            target.assignment = false;
+            target.alternative = None;
+            self.word(st, target);
+        }
     }
 
     /// Reads (and drops) the word a redirection points at; expansions in it still count.

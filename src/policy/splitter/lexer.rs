@@ -124,7 +124,20 @@ impl<'s> Parser<'s> {
         } else {
             let mut inner = Parser::new(text, self.depth + 1);
             let mut scratch = Vec::new();
+            let outer = std::mem::replace(&mut cx.unclosed, false);
             inner.double_quoted(cx, &mut scratch, true);
+            if cx.unclosed {
+                // bash runs an unclosed `$(` in such a string cut short by a byte
+                // (`$(zapme` runs `zapm`): refused rather than modelled.
+                cx.refuse(|| {
+                    format!(
+                        "the string '{}' is expanded a second time (a prompt or a \
+                         subscript) and holds a `$(` that is not closed",
+                        super::grammar::truncated(&String::from_utf8_lossy(text))
+                    )
+                });
+            }
+            cx.unclosed = outer;
         }
     }
 

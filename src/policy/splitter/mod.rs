@@ -106,6 +106,7 @@ pub fn split(text: &str) -> Split {
         seen: HashMap::new(),
         scripts: HashSet::new(),
         key: Vec::new(),
+        unclosed: false,
     };
     let mut parser = Parser::new(text.as_bytes(), 0);
     parser.parse_list(&mut cx, Until::End);
@@ -161,6 +162,8 @@ struct Context {
     scripts: HashSet<Vec<u8>>,
     /// Room to build a key for `seen` in.
     key: Vec<u8>,
+    /// Set when a `$(` ran to the end of its text without its `)`.
+    unclosed: bool,
 }
 
 impl Context {
