@@ -47,11 +47,15 @@ pub const FINDINGS: &[&str] = &[
     "ecat <(</dev/null ! time ! id * x=1)",
     // An empty command name names no program.
     "PS4='$(zapme)';$'\\0' s;et -x; :",
+    "zapme\ncase -x in 'x)')bash -c  zap$'m'e $1 $1; $'zapme' \"$x\";; *) 'zapme' $1 && git push -- {a,b} |& >&2 /usr/bin/zapme;; esac & </dev/null /usr/bin/zapme '}'\n$'\\x00x' EXIT",
     // A prompt string whose `$(` is not closed: bash runs it cut short (`zapm`).
     "PS4='$(zapme';set -x; :",
     // `>&` or `<&` with a target starting `-`: the descriptor is closed and the rest of the
     // target is a word of the command.
     "bash 2>& -c zapme",
     "2>&-zapme x; echo <& -zapme",
-    "zapme\ncase -x in 'x)')bash -c  zap$'m'e $1 $1; $'zapme' \"$x\";; *) 'zapme' $1 && git push -- {a,b} |& >&2 /usr/bin/zapme;; esac & </dev/null /usr/bin/zapme '}'\n$'\\x00x' EXIT",
+    // A heredoc delimiter holding `$((`, a body line starting the same `$((` over lines.
+    "cat <<E$((1))\nbody\nE$((\necho \"${x#'}'}\" | if zapme && X=1 /usr/bin/zapme 'q w' {a,b} & id; then zap''me -x \"$x\"; fi | bash -c 'E`x`\nzapme$1' _ 'z\\apme \"$x\" $1; \"zap\"me x=1\nzapme'\n1))\nzapme",
+    // A process substitution in an unquoted `${1:-..}` inside `"$( )"`.
+    "echo \"\n3>&- cat\n$(z${1:-zapm\n>&2 zapme $1 x=1 || </dev/null X=1 zapme \"$x\" | cat <(ls '#')\ne}apme)\"",
 ];

@@ -539,7 +539,20 @@ impl<'s> Parser<'s> {
         if !self.starts_word() {
             return;
         }
+        let start = self.pos;
         let (delimiter, quoted) = self.delimiter_word(cx);
+        let written = &self.src[start..self.pos];
+        if written.windows(3).any(|w| w == b"$((") {
+            // bash matches such a delimiter against body lines in a way of its own (an
+            // arithmetic expansion may run on over several lines): refused, not modelled.
+            cx.refuse(|| {
+                format!(
+                    "the here-document delimiter '{}' holds `$((`",
+                    truncated(&String::from_utf8_lossy(written))
+                )
+            });
+            return;
+        }
         let feeds_shell = Rc::new(Cell::new(false));
         st.stdin.heredocs.push(feeds_shell.clone());
         st.stdin.marker = Some(format!("<<{}", String::from_utf8_lossy(&delimiter)));

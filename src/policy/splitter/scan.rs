@@ -97,8 +97,12 @@ impl<'s> Parser<'s> {
                     nesting += 1;
                     self.advance(2);
                 }
-                b'<' | b'>' if group.comments && self.peek_at(1) == Some(b'(') => {
-                    // A process substitution among the elements runs its commands.
+                b'<' | b'>'
+                    if (group.comments || (braces && group.enter && !group.in_quotes))
+                        && self.peek_at(1) == Some(b'(') =>
+                {
+                    // A process substitution among the elements, or in an unquoted `${ }`
+                    // (`${x:-<(ls)}`), runs its commands.
                     self.advance(2);
                     self.command_substitution(cx);
                 }
