@@ -388,24 +388,28 @@ impl Spool {
             return Ok(());
         }
         let mut victims = Vec::new();
-        let mut evicted = 0;
+        // The stores looked at are dropped only once the lock is released: one may be
+        // let go meanwhile, and the last reference's drop takes the lock.
+        let mut looked_at: Vec<Arc<Store>> = Vec::new();
         let result = {
             let mut registry = self.shared.registry.lock();
-            loop {
+            let result = loop {
                 if registry.used + more <= self.config.max_spool {
                     registry.used += more;
                     store.bytes.fetch_add(more, Ordering::SeqCst);
                     break Ok(());
                 }
-                let victim = registry
-                    .stores
-                    .values()
-                    .filter_map(Weak::upgrade)
+                if looked_at.is_empty() {
+                    looked_at = registry.stores.values().filter_map(Weak::upgrade).collect();
+                }
+                let victim = looked_at
+                    .iter()
                     .filter(|s| {
                         s.id != store.id && s.finished.load(Ordering::SeqCst) && !s.is_gone()
                     })
                     .filter(|s| s.bytes.load(Ordering::SeqCst) > 0)
-                    .min_by_key(|s| s.last_read.load(Ordering::Relaxed));
+                    .min_by_key(|s| s.last_read.load(Ordering::Relaxed))
+                    .cloned();
                 let Some(victim) = victim else {
                     break Err(format!(
                         "the spool reached --max-spool ({}) with running commands alone",
@@ -416,16 +420,19 @@ impl Spool {
                 let bytes = victim.bytes.load(Ordering::SeqCst);
                 registry.used = registry.used.saturating_sub(bytes);
                 registry.evicted += 1;
-                evicted = registry.evicted;
                 victims.push(victim);
+            };
+            if !victims.is_empty() {
+                // Queued under the lock (a send never waits): evictions made at once on
+                // several threads queue their counts in the order they were counted,
+                // so the file is left with the latest.
+                self.shared.send(Task::Keep(
+                    EVICTED_FILE,
+                    format!("{}\n", registry.evicted).into_bytes(),
+                ));
             }
+            result
         };
-        if !victims.is_empty() {
-            self.shared.send(Task::Keep(
-                EVICTED_FILE,
-                format!("{evicted}\n").into_bytes(),
-            ));
-        }
         for victim in victims {
             (self.shared.log)(&format!(
                 "evicted {} ({}) to stay under --max-spool {}",

@@ -355,3 +355,61 @@ fn output_survives_an_index_that_wraps() {
         check(&capture, &model, capacity);
     }
 }
+
+#[test]
+fn a_store_let_go_while_the_budget_looks_at_it_deadlocks_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A budget of one byte: past the first, every reservation looks at every store
+    // for a finished one to evict.
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU64::new(0));
+    let looker = {
+        let (spool, stop, rounds) = (spool.clone(), stop.clone(), rounds.clone());
+        std::thread::spawn(move || {
+            let own = spool.new_store(spool.fresh_dir("looker"), 0, false, now_ms());
+            while !stop.load(Ordering::SeqCst) {
+                let _ = spool.reserve(&own, 1);
+                rounds.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    // Meanwhile stores come and go; the last reference to one may be the budget's.
+    let churner = {
+        let (spool, stop) = (spool.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                let store = spool.new_store(spool.fresh_dir("brief"), 0, false, now_ms());
+                // Held a moment, so that the budget may be looking at it when it goes.
+                for _ in 0..1000 {
+                    std::hint::black_box(&store);
+                }
+                drop(store);
+            }
+        })
+    };
+    let mut seen = 0;
+    let mut stuck = false;
+    for _ in 0..60 {
+        std::thread::sleep(Duration::from_millis(50));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while rounds.load(Ordering::SeqCst) == seen && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let now = rounds.load(Ordering::SeqCst);
+        if now == seen {
+            stuck = true;
+            break;
+        }
+        seen = now;
+    }
+    stop.store(true, Ordering::SeqCst);
+    if stuck {
+        // The stuck thread holds the spool's lock for good: leave it all to the
+        // process's end rather than wait for it.
+        std::mem::forget((looker, churner, spool, dir));
+        panic!("the budget stopped after {seen} rounds: a store's last drop waited for a lock its own thread held");
+    }
+    looker.join().unwrap();
+    churner.join().unwrap();
+}
