@@ -943,8 +943,24 @@ mod tests {
         job
     }
 
-    /// A process of its own group that ignores SIGINT, standing in for a shell.
-    fn stand_in() -> std::process::Child {
+    /// A process of its own group that ignores SIGINT, standing in for a shell; killed
+    /// and reaped when dropped, however the test ends.
+    struct StandIn(std::process::Child);
+
+    impl StandIn {
+        fn pid(&self) -> i32 {
+            self.0.id() as i32
+        }
+    }
+
+    impl Drop for StandIn {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn stand_in() -> StandIn {
         let mut command = Command::new("sleep");
         command.arg("60").process_group(0);
         // SAFETY: only async-signal-safe calls between fork and exec.
@@ -954,14 +970,21 @@ mod tests {
                 Ok(())
             });
         }
-        command.spawn().expect("sleep starts")
+        StandIn(command.spawn().expect("sleep starts"))
+    }
+
+    /// A stand-in, and a job (in a spool of its own under `dir`) whose shell it is.
+    fn stood_in(dir: &tempfile::TempDir) -> (StandIn, Job) {
+        let shell = stand_in();
+        let job = running_job(&spool_in(&dir.path().join("spool")), shell.pid());
+        (shell, job)
     }
 
     /// Signals the stand-in and records how it really ended.
-    fn reap(job: &Job, mut child: std::process::Child) {
+    fn reap(job: &Job, mut shell: StandIn) {
         use std::os::unix::process::ExitStatusExt;
-        let _ = child.kill();
-        let status = child.wait().expect("the stand-in is reaped");
+        let _ = shell.0.kill();
+        let status = shell.0.wait().expect("the stand-in is reaped");
         let signal = status.signal();
         let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
         job.mark_exited(exit(code, signal));
@@ -970,9 +993,7 @@ mod tests {
     #[test]
     fn a_signal_written_to_kill_that_the_shell_dies_of_is_a_kill() {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let spool = spool_in(&dir.path().join("spool"));
-        let child = stand_in();
-        let job = running_job(&spool, child.id() as i32);
+        let (child, job) = stood_in(&dir);
         assert!(job.signal(libc::SIGKILL));
         reap(&job, child);
         let life = job.life();
@@ -988,9 +1009,7 @@ mod tests {
     #[test]
     fn a_signal_the_shell_survives_explains_nothing() {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let spool = spool_in(&dir.path().join("spool"));
-        let child = stand_in();
-        let job = running_job(&spool, child.id() as i32);
+        let (child, job) = stood_in(&dir);
         // It ignores INT, then dies of a KILL nobody wrote to its kill file.
         assert!(job.signal(libc::SIGINT));
         reap(&job, child);
@@ -1003,9 +1022,7 @@ mod tests {
     #[test]
     fn the_first_reason_to_stop_stands_and_a_pause_ends_with_it() {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let spool = spool_in(&dir.path().join("spool"));
-        let child = stand_in();
-        let job = running_job(&spool, child.id() as i32);
+        let (child, job) = stood_in(&dir);
         assert!(job.signal(libc::SIGSTOP));
         assert!(job.life().is_paused());
         assert!(job.stop(Stop::Kill("killed: by a test".into())));
@@ -1024,9 +1041,7 @@ mod tests {
     #[test]
     fn a_shutdown_outranks_a_stop_under_way() {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let spool = spool_in(&dir.path().join("spool"));
-        let child = stand_in();
-        let job = running_job(&spool, child.id() as i32);
+        let (child, job) = stood_in(&dir);
         assert!(job.time_out(Duration::from_secs(1)));
         assert!(job.stop(Stop::Shutdown));
         reap(&job, child);
@@ -1043,7 +1058,7 @@ mod tests {
         let spool = spool_in(&dir.path().join("spool"));
         let ended = |how: &dyn Fn(&Job) -> bool| {
             let child = stand_in();
-            let job = running_job(&spool, child.id() as i32);
+            let job = running_job(&spool, child.pid());
             assert!(how(&job));
             reap(&job, child);
             job
@@ -1058,10 +1073,9 @@ mod tests {
             None,
         );
         never.mark_failed_to_start("terminalfs: cannot make pipes: no room\n");
-        let mut child = stand_in();
-        let lost = running_job(&spool, child.id() as i32);
-        let _ = child.kill();
-        let _ = child.wait();
+        let child = stand_in();
+        let lost = running_job(&spool, child.pid());
+        drop(child);
         let jobs = [
             ended(&|_| true),
             ended(&|job| job.signal(libc::SIGKILL)),
