@@ -362,14 +362,14 @@ impl KeptScreen {
         })
     }
 
+    /// The screen a record kept; None unless it is one a terminal of terminalfs has
+    /// (a size out of bounds would have the redraw allocate without limit).
     fn from_record(value: &Value) -> Option<KeptScreen> {
-        let number = |v: &Value| v.as_u64().and_then(|n| u16::try_from(n).ok());
+        let side = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
+        let place = |v: &Value| v.as_u64().and_then(|n| u16::try_from(n).ok());
         Some(KeptScreen {
-            size: TerminalSize {
-                cols: number(&value["cols"])?,
-                rows: number(&value["rows"])?,
-            },
-            cursor: (number(&value["cursor"][0])?, number(&value["cursor"][1])?),
+            size: TerminalSize::new(side(&value["cols"])?, side(&value["rows"])?).ok()?,
+            cursor: (place(&value["cursor"][0])?, place(&value["cursor"][1])?),
             text: value["screen"].as_str()?.to_string(),
         })
     }
@@ -456,7 +456,14 @@ impl Job {
             Some(_) => started_at,
         });
         capture.seal();
-        let kept_screen = KeptScreen::from_record(&meta["terminal"]).map(|kept| match exit {
+        let kept_screen = match &meta["terminal"] {
+            Value::Null => None,
+            terminal => Some(
+                KeptScreen::from_record(terminal)
+                    .ok_or("the record's terminal is not one terminalfs makes")?,
+            ),
+        }
+        .map(|kept| match exit {
             // Saved before its last output, while it still ran.
             None => KeptScreen::redraw(kept.size, &capture).unwrap_or(kept),
             Some(_) => kept,
@@ -1109,6 +1116,41 @@ mod tests {
                 assert_eq!(after.outcome(), before.outcome());
                 assert_eq!(ms(after.finished_at()), ms(before.finished_at()));
             }
+        }
+    }
+
+    #[test]
+    fn a_record_whose_terminal_is_out_of_bounds_is_refused() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let job = Job::new(
+            1,
+            spool.capture("drawn", b"true"),
+            Duration::ZERO,
+            None,
+            String::new(),
+            None,
+            None,
+        );
+        // Still running when saved: a restart draws its screen again from its output.
+        let mut record = job.record(&job.state.lock());
+        let restore = |record: &Value| {
+            let capture = spool.capture("again", b"true");
+            Job::restore(2, record, capture, Duration::ZERO, None)
+        };
+        record["terminal"] = json!({"cols": 40, "rows": 10, "cursor": [0, 0], "screen": ""});
+        let restored = restore(&record).expect("a terminal of 40x10 reads back");
+        assert!(restored.is_terminal());
+        for (cols, rows) in [(1001, 1), (1000, 1000), (0, 10), (1_u64 << 40, 1)] {
+            record["terminal"]["cols"] = json!(cols);
+            record["terminal"]["rows"] = json!(rows);
+            let refused = restore(&record).err();
+            assert!(
+                refused
+                    .as_deref()
+                    .is_some_and(|why| why.contains("terminal")),
+                "{cols}x{rows}: {refused:?}"
+            );
         }
     }
 
