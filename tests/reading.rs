@@ -191,13 +191,23 @@ fn an_interrupted_reader_is_freed_quickly() {
         "{:?}",
         started.elapsed()
     );
-    // Ctrl-C in a shell reading wait: the shell's child gets SIGINT.
-    let mut reader = Command::new("sh")
+    // Ctrl-C in a shell reading wait: the shell's child gets SIGINT. A shell on a
+    // terminal leaves SIGINT at its default for what it runs; this test may itself have
+    // been started with SIGINT ignored (a background job of a script, or nohup), which
+    // cat would inherit and so never die of the Ctrl-C, whatever the mount does.
+    let mut reader = Command::new("sh");
+    reader
         .arg("-c")
         .arg(format!("cat '{}'", wait.display()))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::null());
+    // SAFETY: only signal(2), which is async-signal-safe, between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut reader, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut reader = reader.spawn().unwrap();
     // The shell's cat, once it is parked in read(2).
     let mut cat = None;
     let found = wait_until(Duration::from_secs(10), || {
