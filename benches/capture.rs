@@ -250,16 +250,10 @@ fn ordering() {
 
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 4] = [
+    common::run_benches(&[
         ("spawn", spawn),
         ("capture", capture),
         ("wake", wake_up),
         ("ordering", ordering),
-    ];
-    for (name, bench) in all {
-        if filter.as_deref().is_none_or(|f| name.contains(f)) {
-            bench();
-        }
-    }
+    ]);
 }

@@ -330,8 +330,7 @@ fn terminal_memory() {
 
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 9] = [
+    common::run_benches(&[
         ("throughput", throughput),
         ("follow", follow_latency),
         ("wait", wait_round_trip),
@@ -341,10 +340,5 @@ fn main() {
         ("keys", keys_round_trip),
         ("stdin", stdin_throughput),
         ("terminal-memory", terminal_memory),
-    ];
-    for (name, bench) in all {
-        if filter.as_deref().is_none_or(|f| name.contains(f)) {
-            bench();
-        }
-    }
+    ]);
 }

@@ -156,16 +156,10 @@ fn restore_thousand() {
 
 fn main() {
     // `cargo bench` passes --bench; a name filter may follow.
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    let all: [(&str, fn()); 4] = [
+    common::run_benches(&[
         ("memory", rss_while_printing),
         ("capture", capture_rate),
         ("read", read_finished_gib),
         ("restore", restore_thousand),
-    ];
-    for (name, bench) in all {
-        if filter.as_deref().is_none_or(|f| name.contains(f)) {
-            bench();
-        }
-    }
+    ]);
 }

@@ -534,3 +534,14 @@ pub fn read_rate(path: &Path) -> f64 {
     }
     total as f64 / (1 << 20) as f64 / started.elapsed().as_secs_f64()
 }
+
+/// Runs the benches whose name holds the filter `cargo bench` passes after its own
+/// flags (all of them without one), in the order given.
+pub fn run_benches(all: &[(&str, fn())]) {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    for (name, bench) in all {
+        if filter.as_deref().is_none_or(|f| name.contains(f)) {
+            bench();
+        }
+    }
+}
