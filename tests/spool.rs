@@ -83,12 +83,34 @@ fn finished_commands_survive_sigterm_and_a_crash() {
         mount.log()
     );
 
+    // A command with no output, and a refused one: their files are written once they
+    // are a moment old (or the driver stops), so a crash keeps them once they are.
+    assert_eq!(mount.run("quiet", "true"), "completed\n");
+    assert!(std::fs::write(mount.p("ctl/refused"), "sudo true").is_err());
+    assert_eq!(mount.read("cmd/refused/status"), "denied\n");
+    let on_disk = |name: &str, check: &dyn Fn(&serde_json::Value) -> bool| {
+        wait_until(Duration::from_secs(10), || {
+            mount.spool_dirs(name).first().is_some_and(|dir| {
+                dir.join("command").exists()
+                    && std::fs::read(dir.join("meta.json"))
+                        .ok()
+                        .and_then(|text| serde_json::from_slice(&text).ok())
+                        .is_some_and(|record| check(&record))
+            })
+        })
+    };
+    assert!(on_disk("quiet", &|record| record["exit"]["code"] == 0));
+    assert!(on_disk("refused", &|record| record["denied"].is_string()));
+
     // A crash: nothing is written on the way out, the records already on disk serve.
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();
     child.wait().unwrap();
     mount.spawn(&[]);
     check_commands(&mount);
+    assert_eq!(mount.read("cmd/quiet/status"), "completed\n");
+    assert_eq!(mount.read("cmd/refused/status"), "denied\n");
+    assert_eq!(mount.read("cmd/refused/command"), "sudo true");
 
     // --unmount from outside stops the driver the same way.
     std::fs::write(mount.p("ctl/later"), "echo x; exec sleep 300").unwrap();
@@ -142,6 +164,11 @@ fn a_command_running_at_a_crash_comes_back_with_its_output() {
         std::fs::read(&index).is_ok_and(|bytes| {
             bytes.len() >= 32 && u64::from_le_bytes(bytes[24..32].try_into().unwrap()) == stored
         })
+    }));
+    // So does its record, which the first byte of output hurries.
+    let dir = index.parent().unwrap().to_path_buf();
+    assert!(wait_until(Duration::from_secs(10), || {
+        dir.join("meta.json").exists() && dir.join("command").exists()
     }));
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();

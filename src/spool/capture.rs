@@ -292,6 +292,9 @@ impl Capture {
 
     fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), String> {
         if self.files.is_none() {
+            // The command and its record follow the directory at once: a crash must not
+            // find output without them for longer than the worker takes to write them.
+            self.spool.write_first_now(&self.store);
             let dir = self.store.dir();
             std::fs::DirBuilder::new()
                 .recursive(true)

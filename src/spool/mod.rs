@@ -17,7 +17,10 @@
 //! The spool keeps the total under `--max-spool`: when a byte would pass it, finished
 //! commands least recently read are evicted first; running ones never are. Small writes
 //! (records) and every removal are done by one worker thread, so nobody waits for them
-//! while holding a lock. The spool knows nothing of the tree or of processes.
+//! while holding a lock. A new command's first files (`command` and its record) wait
+//! until it is [`FIRST_WRITE_DELAY`] old or its output begins, so a short command writes
+//! each once and one removed before then writes none. The spool knows nothing of the
+//! tree or of processes.
 
 mod capture;
 pub mod layout;
@@ -27,12 +30,12 @@ pub use capture::{Capture, Extent, Stream};
 use capture::Header;
 use parking_lot::Mutex;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const META_FILE: &str = "meta.json";
 const COMMAND_FILE: &str = "command";
@@ -40,6 +43,10 @@ const EVICTED_FILE: &str = "evicted";
 const ALIVE_FILE: &str = "alive";
 /// The version of `meta.json` this driver writes and reads.
 const META_VERSION: u64 = 1;
+/// How long a new command's first files wait before the worker writes them, unless
+/// they are needed sooner: most commands have ended by then, and their record is
+/// written once, in its final form.
+pub const FIRST_WRITE_DELAY: Duration = capture::CHECKPOINT;
 
 /// Fixed at start.
 #[derive(Debug, Clone)]
@@ -131,6 +138,10 @@ pub struct Store {
     /// A record saved but not written yet. The worker writes the newest one, so a
     /// record replaced before the worker came to it is never written.
     record: Mutex<Option<Vec<u8>>>,
+    /// The command's text while none of the store's files is written: the worker
+    /// writes it with the newest record once the store is due or needed (see
+    /// [`write_first`]). Only the worker takes it (and the store's drop).
+    unwritten: Mutex<Option<Vec<u8>>>,
 }
 
 fn now_ms() -> u64 {
@@ -185,26 +196,56 @@ impl Drop for Store {
         if !self.evicted() {
             registry.used = registry.used.saturating_sub(*self.bytes.get_mut());
         }
-        if self.removed.load(Ordering::SeqCst) && !self.evicted() {
-            self.shared.send(Task::Delete(self.dir.clone()));
+        match self.unwritten.get_mut().take() {
+            // Nothing of it was written (output would have had the worker write the
+            // first files, holding the store till then): nothing to delete, and a
+            // removed command leaves nothing behind.
+            Some(command) => {
+                if !self.is_gone() {
+                    self.shared.send(Task::Left {
+                        dir: self.dir.clone(),
+                        command,
+                        record: self.record.get_mut().take(),
+                    });
+                }
+            }
+            None => {
+                if self.removed.load(Ordering::SeqCst) && !self.evicted() {
+                    self.shared.send(Task::Delete(self.dir.clone()));
+                }
+            }
         }
     }
 }
 
 /// Something the worker does off every lock.
 enum Task {
-    /// Writes a file of a store atomically (a temporary file renamed over it), unless the
-    /// store is gone by then.
-    Write(Arc<Store>, &'static str, Vec<u8>),
-    /// Writes the store's newest unwritten record, if it still has one.
+    /// A new store whose first files are due at that instant.
+    Defer(Weak<Store>, Instant),
+    /// A store's first files are needed now (its output begins).
+    First(Arc<Store>),
+    /// The first files of a store let go before the worker wrote them.
+    Left {
+        dir: PathBuf,
+        command: Vec<u8>,
+        record: Option<Vec<u8>>,
+    },
+    /// Writes the store's newest unwritten record, if it still has one, atomically (a
+    /// temporary file renamed over it), unless the store is gone by then. The record of
+    /// a store whose first files wait is left for them.
     Record(Arc<Store>),
-    /// Sets a file's modification time (the last read, kept across restarts).
-    Stamp(PathBuf, SystemTime),
+    /// Sets the modification time of a store's record (the last read, kept across
+    /// restarts), writing its first files first if they wait.
+    Stamp(Arc<Store>, SystemTime),
     /// Writes a file of the state directory itself atomically.
     Keep(&'static str, Vec<u8>),
     Delete(PathBuf),
-    /// Answers once everything before it is done.
+    /// Answers once everything before it is done, and every store's first files are
+    /// written.
     Barrier(crossbeam_channel::Sender<()>),
+    /// Answers once everything before it is done, leaving waiting first files waiting.
+    #[cfg(test)]
+    Settled(crossbeam_channel::Sender<()>),
 }
 
 #[derive(Default)]
@@ -248,12 +289,22 @@ pub struct Spool {
     shared: Arc<Shared>,
     /// The heartbeat the previous driver left, read before this one beats.
     last_alive: Option<SystemTime>,
+    /// How long a new store's first files wait ([`FIRST_WRITE_DELAY`]).
+    first_write_delay: Duration,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Spool {
     /// Opens the spool in a directory [`prepare_dir`] accepted, and starts its worker.
     pub fn open(config: SpoolConfig, log: fn(&str)) -> std::io::Result<Arc<Spool>> {
+        Spool::start(config, log, FIRST_WRITE_DELAY)
+    }
+
+    fn start(
+        config: SpoolConfig,
+        log: fn(&str),
+        first_write_delay: Duration,
+    ) -> std::io::Result<Arc<Spool>> {
         let (tasks, receiver) = crossbeam_channel::unbounded();
         let evicted = read_evicted(&config.dir, log);
         let last_alive = modified(&config.dir.join(ALIVE_FILE));
@@ -274,6 +325,7 @@ impl Spool {
             config,
             shared,
             last_alive,
+            first_write_delay,
             worker: Mutex::new(Some(worker)),
         }))
     }
@@ -309,6 +361,7 @@ impl Spool {
             removed: AtomicBool::new(false),
             pending: Mutex::new(None),
             record: Mutex::new(None),
+            unwritten: Mutex::new(None),
         });
         registry.used += bytes;
         registry.stores.insert(store.id, Arc::downgrade(&store));
@@ -325,22 +378,35 @@ impl Spool {
     }
 
     /// Starts capturing the output of a command named `name` running `text`. The
-    /// directory is made by the worker (and by the first byte of output, whichever comes
-    /// first); nothing here waits for the disk.
+    /// directory is made by the first byte of output, or by the worker when the first
+    /// files are due; nothing here waits for the disk.
     pub fn capture(self: &Arc<Self>, name: &str, text: &[u8]) -> Capture {
-        let store = self.new_store(self.fresh_dir(name), 0, false, now_ms());
-        self.shared
-            .send(Task::Write(store.clone(), COMMAND_FILE, text.to_vec()));
+        let store = self.unwritten_store(name, text, false);
         Capture::new(self.clone(), name, store, self.fresh_header())
     }
 
     /// Keeps the record of a command that never ran (refused): its text and `meta`.
     pub fn keep_record(self: &Arc<Self>, name: &str, text: &[u8], meta: Value) -> Arc<Store> {
-        let store = self.new_store(self.fresh_dir(name), 0, true, now_ms());
-        self.shared
-            .send(Task::Write(store.clone(), COMMAND_FILE, text.to_vec()));
+        let store = self.unwritten_store(name, text, true);
         self.save(&store, &meta);
         store
+    }
+
+    /// A new store for `text` whose first files the worker writes when they are due.
+    fn unwritten_store(&self, name: &str, text: &[u8], finished: bool) -> Arc<Store> {
+        let store = self.new_store(self.fresh_dir(name), 0, finished, now_ms());
+        *store.unwritten.lock() = Some(text.to_vec());
+        let due = Instant::now() + self.first_write_delay;
+        self.shared.send(Task::Defer(Arc::downgrade(&store), due));
+        store
+    }
+
+    /// Asks the worker for the first files of `store` now, if they still wait: its
+    /// output begins, and a directory of output is not left without its record.
+    pub(crate) fn write_first_now(&self, store: &Arc<Store>) {
+        if store.unwritten.lock().is_some() {
+            self.shared.send(Task::First(store.clone()));
+        }
     }
 
     /// Saves (replaces) a command's record; written by the worker.
@@ -358,9 +424,9 @@ impl Spool {
 
     /// Records when `store` was last read, so a restart keeps its place in the queue
     /// for expiry and eviction.
-    pub fn save_last_read(&self, store: &Store) {
+    pub fn save_last_read(&self, store: &Arc<Store>) {
         self.shared
-            .send(Task::Stamp(store.dir.join(META_FILE), store.last_read()));
+            .send(Task::Stamp(store.clone(), store.last_read()));
     }
 
     /// Records every command's last read (see [`Spool::save_last_read`]).
@@ -374,10 +440,20 @@ impl Spool {
         }
     }
 
-    /// Waits until the worker has done everything asked of it so far.
+    /// Waits until the worker has done everything asked of it so far, and written
+    /// every first file that was waiting.
     pub fn sync(&self) {
         let (done, wait) = crossbeam_channel::bounded(1);
         self.shared.send(Task::Barrier(done));
+        let _ = wait.recv_timeout(Duration::from_secs(30));
+    }
+
+    /// Waits until the worker has done everything asked of it so far, without
+    /// hurrying first files that wait.
+    #[cfg(test)]
+    fn settled(&self) {
+        let (done, wait) = crossbeam_channel::bounded(1);
+        self.shared.send(Task::Settled(done));
         let _ = wait.recv_timeout(Duration::from_secs(30));
     }
 
@@ -590,15 +666,22 @@ fn work(
     state_dir: &Path,
     log: fn(&str),
 ) {
-    let mut swept = std::time::Instant::now();
+    let mut swept = Instant::now();
+    // Stores whose first files wait, in the order they were made (so the soonest due
+    // is first). A store let go meanwhile is not kept alive by this list.
+    let mut waiting: VecDeque<(Instant, Weak<Store>)> = VecDeque::new();
     loop {
-        let task = match tasks.recv_timeout(capture::CHECKPOINT) {
+        let timeout = waiting.front().map_or(capture::CHECKPOINT, |(due, _)| {
+            due.saturating_duration_since(Instant::now())
+                .min(capture::CHECKPOINT)
+        });
+        let task = match tasks.recv_timeout(timeout) {
             Ok(task) => Some(task),
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
         };
         if swept.elapsed() >= capture::CHECKPOINT {
-            swept = std::time::Instant::now();
+            swept = Instant::now();
             if let Some(shared) = shared.upgrade() {
                 write_pending_headers(&shared);
                 if running(&shared) {
@@ -606,22 +689,48 @@ fn work(
                 }
             }
         }
+        let now = Instant::now();
+        while waiting.front().is_some_and(|(due, _)| *due <= now) {
+            if let Some((_, store)) = waiting.pop_front() {
+                if let Some(store) = store.upgrade() {
+                    write_first(&store, log);
+                }
+            }
+        }
         let Some(task) = task else {
             continue;
         };
         match task {
+            Task::Defer(store, due) => waiting.push_back((due, store)),
+            Task::First(store) => write_first(&store, log),
+            Task::Left {
+                dir,
+                command,
+                record,
+            } => {
+                write_logged(&dir, COMMAND_FILE, &command, log);
+                if let Some(record) = record {
+                    write_logged(&dir, META_FILE, &record, log);
+                }
+            }
             Task::Record(store) => {
+                if store.unwritten.lock().is_some() {
+                    // Written with the first files, in its newest form.
+                    continue;
+                }
                 let newest = store.record.lock().take();
                 if let (Some(bytes), false) = (newest, store.is_gone()) {
                     write_logged(&store.dir, META_FILE, &bytes, log);
                 }
             }
-            Task::Write(store, name, bytes) => {
-                if !store.is_gone() {
-                    write_logged(&store.dir, name, &bytes, log);
+            Task::Stamp(store, time) => {
+                write_first(&store, log);
+                if store.is_gone() {
+                    continue;
                 }
-            }
-            Task::Stamp(path, time) => {
+                // Opened, not created: a record that could not be written stays absent
+                // rather than empty.
+                let path = store.dir.join(META_FILE);
                 if let Ok(file) = std::fs::File::options().write(true).open(&path) {
                     let _ = file.set_modified(time);
                 }
@@ -635,9 +744,35 @@ fn work(
                 }
             }
             Task::Barrier(done) => {
+                for (_, store) in waiting.drain(..) {
+                    if let Some(store) = store.upgrade() {
+                        write_first(&store, log);
+                    }
+                }
+                let _ = done.send(());
+            }
+            #[cfg(test)]
+            Task::Settled(done) => {
                 let _ = done.send(());
             }
         }
+    }
+}
+
+/// Writes a store's first files, its command and its newest record, unless they are
+/// written already; a store gone by then gets none. Only the worker calls it: a record
+/// saved meanwhile either is the one taken here or finds none waiting and asks for its
+/// own write.
+fn write_first(store: &Store, log: fn(&str)) {
+    let Some(command) = store.unwritten.lock().take() else {
+        return;
+    };
+    if store.is_gone() {
+        return;
+    }
+    write_logged(&store.dir, COMMAND_FILE, &command, log);
+    if let Some(record) = store.record.lock().take() {
+        write_logged(&store.dir, META_FILE, &record, log);
     }
 }
 

@@ -413,3 +413,185 @@ fn a_store_let_go_while_the_budget_looks_at_it_deadlocks_nothing() {
     looker.join().unwrap();
     churner.join().unwrap();
 }
+
+/// Lines the spools of these tests logged (every test's: filter by directory).
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn logged(line: &str) {
+    LOGGED.lock().push(line.to_string());
+}
+
+/// A spool whose new stores' first files wait `delay`, logging into [`LOGGED`].
+fn deferring_spool_in(dir: &Path, delay: Duration) -> Arc<Spool> {
+    prepare_dir(dir).expect("a fresh temporary state directory is accepted");
+    let config = SpoolConfig {
+        dir: dir.to_path_buf(),
+        max_output: 1 << 20,
+        max_spool: u64::MAX,
+    };
+    Spool::start(config, logged, delay).expect("the worker starts")
+}
+
+/// Longer than any test runs: first files are written only when something needs them.
+const NEVER_DUE: Duration = Duration::from_secs(3600);
+
+/// The names in `dir`, sorted; none when it does not exist.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn record_in(dir: &Path) -> Value {
+    let text = std::fs::read(dir.join(META_FILE)).expect("a record on disk");
+    serde_json::from_slice(&text).expect("the record is JSON")
+}
+
+#[test]
+fn a_short_command_writes_its_command_and_newest_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = deferring_spool_in(&dir.path().join("state"), NEVER_DUE);
+    let capture = spool.capture("short", b"true");
+    let store_dir = capture.store().dir().to_path_buf();
+    capture.save(&serde_json::json!({"name": "short", "status": "running"}));
+    // The worker has seen the start record, and has written nothing for it.
+    spool.settled();
+    assert!(!store_dir.exists(), "{:?}", names_in(&store_dir));
+    capture.save(&serde_json::json!({"name": "short", "status": "done"}));
+    spool.settled();
+    assert!(!store_dir.exists(), "{:?}", names_in(&store_dir));
+
+    // Due (here: a sync): one directory, one command, one record, the newest.
+    spool.sync();
+    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
+    assert_eq!(std::fs::read(store_dir.join("command")).unwrap(), b"true");
+    assert_eq!(record_in(&store_dir)["status"], "done");
+
+    // Later records replace it atomically, leaving no temporary file.
+    let first = std::fs::metadata(store_dir.join(META_FILE)).unwrap().ino();
+    capture.save(&serde_json::json!({"name": "short", "status": "read again"}));
+    spool.settled();
+    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
+    assert_eq!(record_in(&store_dir)["status"], "read again");
+    let second = std::fs::metadata(store_dir.join(META_FILE)).unwrap().ino();
+    assert_ne!(first, second, "renamed over, not rewritten in place");
+}
+
+#[test]
+fn a_command_older_than_the_delay_has_its_record_on_disk_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    let capture = spool.capture("slow", b"sleep 300");
+    capture.save(&serde_json::json!({"name": "slow", "status": "running"}));
+    let store_dir = capture.store().dir().to_path_buf();
+    // No output, no sync: only its age brings it to disk.
+    let deadline = Instant::now() + FIRST_WRITE_DELAY * 50;
+    while !store_dir.join(META_FILE).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
+    assert_eq!(record_in(&store_dir)["status"], "running");
+    assert_eq!(
+        std::fs::read(store_dir.join("command")).unwrap(),
+        b"sleep 300"
+    );
+}
+
+#[test]
+fn output_a_sync_a_stamp_and_a_store_let_go_write_first_files_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = deferring_spool_in(&dir.path().join("state"), NEVER_DUE);
+    let start = serde_json::json!({"status": "running"});
+
+    // The first byte of output: the record follows the directory.
+    let mut loud = spool.capture("loud", b"echo hi");
+    loud.save(&start);
+    loud.append(Stream::Stdout, b"hi\n");
+    spool.settled();
+    let loud_dir = loud.store().dir().to_path_buf();
+    assert_eq!(
+        names_in(&loud_dir),
+        ["command", "meta.json", "output.idx", "stderr", "stdout"]
+    );
+    assert_eq!(record_in(&loud_dir), {
+        let mut want = start.clone();
+        want["version"] = META_VERSION.into();
+        want
+    });
+
+    // A stamp of its last read needs the record: written first, then stamped.
+    let quiet = spool.capture("quiet", b"true");
+    quiet.save(&start);
+    // Read an hour ago (as if restored), so the stamp differs from the write.
+    let hour_ago = now_ms() - 3_600_000;
+    quiet.store().last_read.store(hour_ago, Ordering::Relaxed);
+    spool.save_last_read(quiet.store());
+    spool.settled();
+    let quiet_dir = quiet.store().dir().to_path_buf();
+    assert_eq!(names_in(&quiet_dir), ["command", "meta.json"]);
+    let stamped = std::fs::metadata(quiet_dir.join(META_FILE))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let read_at = quiet.store().last_read();
+    let apart = stamped
+        .duration_since(read_at)
+        .unwrap_or_else(|e| e.duration());
+    assert!(apart < Duration::from_millis(1), "{stamped:?} {read_at:?}");
+
+    // A store let go unremoved (the driver stopping) keeps its files.
+    let refused = spool.keep_record("nope", b"sudo x", serde_json::json!({"denied": "no"}));
+    let refused_dir = refused.dir().to_path_buf();
+    drop(refused);
+    spool.settled();
+    assert_eq!(names_in(&refused_dir), ["command", "meta.json"]);
+    assert_eq!(record_in(&refused_dir)["denied"], "no");
+
+    // A sync writes every waiting store.
+    let waiting = spool.capture("waiting", b"sleep 1");
+    spool.settled();
+    assert!(!waiting.store().dir().exists());
+    spool.sync();
+    assert_eq!(names_in(waiting.store().dir()), ["command"]);
+}
+
+#[test]
+fn a_command_removed_before_its_files_were_written_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let spool = deferring_spool_in(&state, NEVER_DUE);
+    let capture = spool.capture("brief", b"true");
+    capture.save(&serde_json::json!({"status": "done"}));
+    let refused = spool.keep_record("nope", b"sudo x", serde_json::json!({"denied": "no"}));
+    let later = spool.capture("later", b"true");
+    for store in [capture.store(), &refused, later.store()] {
+        store.remove();
+    }
+    // Let go before it was due, or still held when a sync or a stamp comes.
+    drop((capture, refused));
+    spool.save_last_read(later.store());
+    spool.sync();
+    drop(later);
+    spool.sync();
+    // The heartbeat may have been touched meanwhile; no command's directory is made.
+    let dirs: Vec<String> = names_in(&state)
+        .into_iter()
+        .filter(|name| state.join(name).is_dir())
+        .collect();
+    assert!(dirs.is_empty(), "{dirs:?}");
+    let shown = state.display().to_string();
+    let lines: Vec<String> = LOGGED
+        .lock()
+        .iter()
+        .filter(|line| line.contains(&shown))
+        .cloned()
+        .collect();
+    assert!(lines.is_empty(), "{lines:?}");
+}
