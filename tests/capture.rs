@@ -4,7 +4,9 @@
 //! dispositions, and bad writers (one huge write, a closed stdout, thousands of
 //! children) lose no byte.
 
-use crate::common::{proc_stat, status_kib, wait_until, Mount, Options};
+use crate::common::{
+    all_processes, proc_stat, process_alive, status_kib, wait_until, Mount, Options,
+};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -448,7 +450,7 @@ fn max_rss_is_the_commands_own_peak_and_says_where_it_comes_from() {
 }
 
 #[test]
-fn commands_outlive_a_lost_spawner_as_killed_and_new_ones_still_start() {
+fn commands_are_the_drivers_children_and_outlive_a_lost_spawner() {
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/long"), "sleep 60").unwrap();
     let mut pid = None;
@@ -456,16 +458,31 @@ fn commands_outlive_a_lost_spawner_as_killed_and_new_ones_still_start() {
         pid = result(&mount, "long")["pid"].as_i64();
         pid.is_some()
     }));
-    // The command's parent is the spawner, a child of the driver.
-    let spawner = proc_stat(pid.unwrap() as i32).unwrap().ppid;
-    assert_ne!(spawner, mount.pid() as i32);
-    assert_eq!(proc_stat(spawner).unwrap().ppid, mount.pid() as i32);
+    let pid = pid.unwrap() as i32;
+    // The spawner forks it, but as the driver's child: the driver reaps it.
+    assert_eq!(proc_stat(pid).unwrap().ppid, mount.pid() as i32);
+    let spawner = all_processes()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .find(|&p| {
+            proc_stat(p).is_some_and(|stat| stat.ppid == mount.pid() as i32)
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|line| line.ends_with(b"--internal-spawner\0"))
+        })
+        .expect("the driver's spawner");
     // SAFETY: killing the driver's spawner, which this test found above.
     unsafe {
         libc::kill(spawner, libc::SIGKILL);
     }
+    assert!(wait_until(Duration::from_secs(10), || !process_alive(
+        spawner
+    )));
+    // The command runs on, and is still the driver's to stop and to account for.
+    assert_eq!(mount.read("cmd/long/status"), "running\n");
+    assert!(process_alive(pid));
+    std::fs::write(mount.p("cmd/long/kill"), "TERM").unwrap();
     assert_eq!(mount.wait("long"), "error\n");
-    assert_eq!(result(&mount, "long")["signal"], 9);
+    assert_eq!(result(&mount, "long")["signal"], 15);
     // The driver forks by itself from now on.
     assert_eq!(mount.run("after", "echo still"), "completed\n");
     assert_eq!(mount.read("cmd/after/stdout"), "still\n");

@@ -36,7 +36,7 @@ use crate::spool::Spool;
 use crate::supervisor::capture::{Capture, Registry};
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
-use crate::supervisor::spawn::Prepared;
+use crate::supervisor::spawn::{Birth, Prepared};
 use crate::supervisor::timer::{Timer, TimerAction};
 use crate::supervisor::writable::{Watch, Writable};
 use std::collections::HashMap;
@@ -427,10 +427,10 @@ impl Supervisor {
         let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
         let job = Arc::new(job);
         match self.fork(&job, &request, child, pump, procs, rlimit) {
-            Ok((pid, by_spawner)) => {
+            Ok((pid, birth)) => {
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
-                self.pump.started(id, pid, by_spawner);
+                self.pump.started(id, pid, birth);
                 if let Some(limit) = request.timeout {
                     self.timer.schedule(
                         Instant::now() + limit,
@@ -447,8 +447,8 @@ impl Supervisor {
         job
     }
 
-    /// Makes the command's pipes and forks its child (see [`spawn`]); returns its pid,
-    /// or why it could not start.
+    /// Makes the command's pipes and forks its child (see [`spawn`]); returns its pid and
+    /// who forked it, or why it could not start.
     fn fork(
         &self,
         job: &Arc<Job>,
@@ -457,7 +457,7 @@ impl Supervisor {
         (stdout_read, stderr_read): (OwnedFd, Option<OwnedFd>),
         procs: Option<std::ffi::CString>,
         rlimit: Option<u64>,
-    ) -> Result<(i32, bool), String> {
+    ) -> Result<(i32, Birth), String> {
         let id = job.id();
         let terminal = matches!(request.stdin, Stdin::Terminal(_));
         let (status_read, status_write) = pump::make_status_pipe()
@@ -524,9 +524,9 @@ impl Supervisor {
             .as_ref()
             .map(|spawner| spawner.spawn(&prepared))
         {
-            Some(Ok(forked)) => forked.map(|pid| (pid, true)),
+            Some(Ok(forked)) => forked,
             // No spawner, or it cannot be reached: fork here.
-            _ => prepared.fork().map(|pid| (pid, false)),
+            _ => prepared.fork().map(|(pid, _)| (pid, Birth::Driver)),
         };
         let forked =
             forked.map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;

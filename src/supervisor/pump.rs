@@ -19,7 +19,7 @@
 
 use crate::supervisor::capture::{Capture, Pumped, Registry, CHUNK};
 use crate::supervisor::job::{Exit, Job, Stream};
-use crate::supervisor::spawn::{self, Stage};
+use crate::supervisor::spawn::{self, Birth, Stage};
 use crate::supervisor::spawner::{self, Reaped};
 use crate::supervisor::{News, Notify};
 use parking_lot::Mutex;
@@ -65,8 +65,8 @@ struct Source {
     status: Option<OwnedFd>,
     /// What came through the status pipe.
     failure: Vec<u8>,
-    /// The spawner forked it (and reaps it).
-    by_spawner: bool,
+    /// Who forked it, and so who reaps it.
+    birth: Birth,
     /// The start of a failure message: what the child was to run, and where.
     what: String,
     pid: i32,
@@ -86,7 +86,7 @@ impl Source {
 
 enum Incoming {
     Watch(Source),
-    Started(u64, i32, Option<OwnedFd>, bool),
+    Started(u64, i32, Option<OwnedFd>, Birth),
     Abandon(u64),
 }
 
@@ -175,7 +175,7 @@ impl Pump {
             stderr,
             status: Some(status),
             failure: Vec::new(),
-            by_spawner: false,
+            birth: Birth::Driver,
             what,
             pid: 0,
             pidfd: None,
@@ -185,9 +185,9 @@ impl Pump {
 
     /// The watched command's shell is running as `pid`: reap it when it exits. A child
     /// of the spawner is reaped there, and its exit comes as an event.
-    pub fn started(&self, job: u64, pid: i32, by_spawner: bool) {
-        if by_spawner {
-            return self.send(Incoming::Started(job, pid, None, true));
+    pub fn started(&self, job: u64, pid: i32, birth: Birth) {
+        if birth == Birth::Spawner {
+            return self.send(Incoming::Started(job, pid, None, birth));
         }
         let pidfd = if self.exit_first() {
             None
@@ -226,7 +226,7 @@ impl Pump {
                 self.until_exit_taken(pid, &collected);
             }
         }
-        self.send(Incoming::Started(job, pid, pidfd, false));
+        self.send(Incoming::Started(job, pid, pidfd, birth));
     }
 
     #[cfg(test)]
@@ -335,7 +335,7 @@ fn run(
                 // signal): they count as killed.
                 spawner_events = None;
                 for source in sources.values() {
-                    if source.pid > 0 && !source.reaped && source.by_spawner {
+                    if source.pid > 0 && !source.reaped && source.birth == Birth::Spawner {
                         // SAFETY: rusage is plain data; zero is valid for every field.
                         let usage: libc::rusage = unsafe { std::mem::zeroed() };
                         unclaimed.push((source.pid, libc::SIGKILL, usage));
@@ -396,7 +396,7 @@ fn run(
                     }
                     None => {
                         let peak = source.job().cgroup_dir().and_then(memory_peak_kib);
-                        let exit = exit_from(raw, &usage, peak, source.by_spawner);
+                        let exit = exit_from(raw, &usage, peak, source.birth);
                         source.job().mark_exited(exit)
                     }
                 }
@@ -428,11 +428,11 @@ fn take_incoming(shared: &Shared, sources: &mut HashMap<u64, Source>, registry: 
             Incoming::Watch(source) => {
                 sources.insert(source.job().id(), source);
             }
-            Incoming::Started(id, pid, pidfd, by_spawner) => {
+            Incoming::Started(id, pid, pidfd, birth) => {
                 if let Some(source) = sources.get_mut(&id) {
                     source.pid = pid;
                     source.pidfd = pidfd;
-                    source.by_spawner = by_spawner;
+                    source.birth = birth;
                 }
             }
             Incoming::Abandon(id) => {
@@ -545,7 +545,7 @@ fn memory_peak_kib(dir: &std::path::Path) -> Option<u64> {
 /// one (everything it started, at once), else `ru_maxrss`: the largest of the shell
 /// and the descendants it waited for, which a child forked from the driver would
 /// start at the driver's size, so it is said which process forked it.
-fn exit_from(raw: i32, usage: &libc::rusage, peak: Option<u64>, by_spawner: bool) -> Exit {
+fn exit_from(raw: i32, usage: &libc::rusage, peak: Option<u64>, birth: Birth) -> Exit {
     let ms = |tv: libc::timeval| tv.tv_sec as u64 * 1000 + tv.tv_usec as u64 / 1000;
     let (code, signal) = if libc::WIFSIGNALED(raw) {
         let signal = libc::WTERMSIG(raw);
@@ -561,7 +561,7 @@ fn exit_from(raw: i32, usage: &libc::rusage, peak: Option<u64>, by_spawner: bool
     };
     let (max_rss_kib, max_rss_source) = match peak {
         Some(peak) => (peak, "cgroup memory.peak (the whole command)"),
-        None if by_spawner => (
+        None if birth != Birth::Driver => (
             max_rss_kib,
             "ru_maxrss: the largest of the shell and the processes it waited for",
         ),

@@ -86,6 +86,22 @@ pub struct Prepared {
     pub script: Option<RawFd>,
     /// The write end of the status pipe (close-on-exec).
     pub status: RawFd,
+    /// Fork the child as a child of this process's parent (Linux `CLONE_PARENT`), so
+    /// that parent reaps it: the spawner's children are the driver's.
+    pub adopt: bool,
+}
+
+/// Who forked a command's shell, and so who reaps it and what its `ru_maxrss` starts
+/// from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Birth {
+    /// The driver forked it and reaps it; it started at the driver's size.
+    Driver,
+    /// The spawner forked it and reaps it; its exit comes as an event.
+    Spawner,
+    /// The spawner forked it as the driver's child: the driver reaps it, so its exit
+    /// reaches the pump through its pidfd, with no hop through the spawner.
+    Adopted,
 }
 
 fn c_string(bytes: &[u8]) -> std::io::Result<CString> {
@@ -135,6 +151,7 @@ impl Prepared {
             stderr_pipe,
             script: None,
             status,
+            adopt: false,
         }
     }
 
@@ -185,8 +202,9 @@ impl Prepared {
 
     /// Forks the child; returns its pid once the child is placed (its session, signals
     /// and cgroup), without waiting for its exec.
-    pub fn fork(&self) -> std::io::Result<i32> {
-        let parent = std::process::id() as libc::pid_t;
+    pub fn fork(&self) -> std::io::Result<(i32, bool)> {
+        // SAFETY: getpid and getppid cannot fail.
+        let (me, my_parent) = unsafe { (libc::getpid(), libc::getppid()) };
         let pointers = |list: &[CString]| {
             let mut pointers: Vec<*const libc::c_char> = list.iter().map(|s| s.as_ptr()).collect();
             pointers.push(std::ptr::null());
@@ -218,8 +236,9 @@ impl Prepared {
         };
         // SAFETY: the child runs only `child`, which makes async-signal-safe system
         // calls on memory prepared before the fork, and never returns.
-        let (pid, born_in_cgroup) = unsafe { self.clone_into_cgroup() };
+        let (pid, born_in_cgroup, adopted) = unsafe { self.clone_child() };
         if pid == 0 {
+            let parent = if adopted { my_parent } else { me };
             // SAFETY: in the child of a fork, before exec.
             unsafe {
                 self.child(
@@ -248,7 +267,7 @@ impl Prepared {
         if pid < 0 {
             return Err(error);
         }
-        Ok(pid)
+        Ok((pid, adopted))
     }
 
     /// The child's side; never returns.
@@ -342,14 +361,15 @@ impl Prepared {
     }
 
     /// Forks, into the command's cgroup at once where the kernel can (`clone3` with
-    /// `CLONE_INTO_CGROUP`, Linux 5.7); returns the pid (0 in the child, -1 on failure)
-    /// and whether the child was born in its cgroup.
+    /// `CLONE_INTO_CGROUP`, Linux 5.7), and as a child of this process's parent when
+    /// [`Prepared::adopt`] asks (`CLONE_PARENT`); returns the pid (0 in the child, -1
+    /// on failure), whether the child was born in its cgroup and whether it was adopted.
     ///
     /// # Safety
     /// As `fork`: the child may only make async-signal-safe calls.
-    unsafe fn clone_into_cgroup(&self) -> (libc::pid_t, bool) {
+    unsafe fn clone_child(&self) -> (libc::pid_t, bool, bool) {
         #[cfg(target_os = "linux")]
-        if let Some(dir) = &self.cgroup_dir {
+        if self.cgroup_dir.is_some() || self.adopt {
             use std::os::fd::AsRawFd;
             /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`).
             #[repr(C)]
@@ -367,31 +387,57 @@ impl Prepared {
                 cgroup: u64,
             }
             const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-            let args = CloneArgs {
-                flags: CLONE_INTO_CGROUP,
-                pidfd: 0,
-                child_tid: 0,
-                parent_tid: 0,
-                exit_signal: libc::SIGCHLD as u64,
-                stack: 0,
-                stack_size: 0,
-                tls: 0,
-                set_tid: 0,
-                set_tid_size: 0,
-                cgroup: dir.as_raw_fd() as u64,
+            let clone3 = |flags: u64| {
+                let args = CloneArgs {
+                    flags,
+                    pidfd: 0,
+                    child_tid: 0,
+                    parent_tid: 0,
+                    // With CLONE_PARENT the kernel takes the exit signal this process
+                    // would send its own parent (SIGCHLD) and refuses any other.
+                    exit_signal: if flags & (libc::CLONE_PARENT as u64) == 0 {
+                        libc::SIGCHLD as u64
+                    } else {
+                        0
+                    },
+                    stack: 0,
+                    stack_size: 0,
+                    tls: 0,
+                    set_tid: 0,
+                    set_tid_size: 0,
+                    cgroup: self.cgroup_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
+                };
+                libc::syscall(
+                    libc::SYS_clone3,
+                    &args as *const CloneArgs,
+                    std::mem::size_of::<CloneArgs>(),
+                )
             };
-            let pid = libc::syscall(
-                libc::SYS_clone3,
-                &args as *const CloneArgs,
-                std::mem::size_of::<CloneArgs>(),
-            );
-            if pid >= 0 {
-                return (pid as libc::pid_t, true);
+            let cgroup = if self.cgroup_dir.is_some() {
+                CLONE_INTO_CGROUP
+            } else {
+                0
+            };
+            let adopt = if self.adopt {
+                libc::CLONE_PARENT as u64
+            } else {
+                0
+            };
+            // The kernel may refuse either flag (too old, a cgroup it will not place a
+            // process in this way): each is dropped in turn, and plain fork is last
+            // (the child then joins its cgroup by itself).
+            let mut tries = vec![cgroup | adopt];
+            if cgroup != 0 && adopt != 0 {
+                tries.extend([cgroup, adopt]);
             }
-            // An older kernel, or a cgroup it will not place a process in this way:
-            // fork, and the child joins by itself.
+            for flags in tries {
+                let pid = clone3(flags);
+                if pid >= 0 {
+                    return (pid as libc::pid_t, flags & cgroup != 0, flags & adopt != 0);
+                }
+            }
         }
-        (libc::fork(), false)
+        (libc::fork(), false, false)
     }
 
     /// Reports the current errno at `stage` through the status pipe and exits.

@@ -10,12 +10,16 @@
 //! Protocol, over a `SOCK_SEQPACKET` socket pair (the spawner's end is descriptor 3):
 //! the driver's first message carries the events socket; then each request is one
 //! message with a [`Prepared`] encoded as length-prefixed fields and its descriptors as
-//! `SCM_RIGHTS`, answered by one message holding the pid (or minus the errno). The
-//! spawner reaps its children and sends `(pid, status, user µs, system µs, max RSS
-//! KiB)` on the events socket, which the pump reads. The spawner dies with the driver
-//! (parent-death signal), and its children with it.
+//! `SCM_RIGHTS`, answered by one message holding the pid (or minus the errno) and
+//! whose child it is. Where the kernel allows (`clone3` with `CLONE_PARENT`), each
+//! command is forked as the driver's child: the driver reaps it through its pidfd, so
+//! an exit wakes the pump directly, and the command dies with the driver (its
+//! parent-death signal), not with the spawner. Otherwise the spawner reaps its own
+//! children and sends `(pid, status, user µs, system µs, max RSS KiB)` on the events
+//! socket, which the pump reads. The spawner dies with the driver (parent-death
+//! signal), and its own children with it.
 
-use super::spawn::Prepared;
+use super::spawn::{Birth, Prepared};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -24,6 +28,10 @@ pub const SPAWNER_ARG: &str = "--internal-spawner";
 
 /// Bytes of one exit event.
 pub const EVENT_BYTES: usize = 40;
+
+/// Bytes of the answer to a request: the pid (or minus the errno), then 1 when the
+/// child is the driver's (adopted) and 0 when it is the spawner's.
+const ANSWER_BYTES: usize = 8;
 
 /// The largest request: a long command goes by script file, so this is the
 /// environment plus up to 100 KiB of text.
@@ -398,25 +406,31 @@ impl Spawner {
         Ok((spawner, events))
     }
 
-    /// Has the spawner fork `prepared`. The outer error: the spawner cannot be reached
-    /// (the caller forks by itself); the inner one: its fork failed.
-    pub fn spawn(&self, prepared: &Prepared) -> std::io::Result<std::io::Result<i32>> {
+    /// Has the spawner fork `prepared`; returns the pid and whose child it is. The outer
+    /// error: the spawner cannot be reached (the caller forks by itself); the inner
+    /// one: its fork failed.
+    pub fn spawn(&self, prepared: &Prepared) -> std::io::Result<std::io::Result<(i32, Birth)>> {
         let (bytes, fds) = encode(prepared);
         if bytes.len() > MAX_MESSAGE {
             return Err(std::io::Error::from_raw_os_error(libc::EMSGSIZE));
         }
         let control = self.control.lock();
         send(control.as_raw_fd(), &bytes, &fds)?;
-        let mut answer = [0u8; 4];
+        let mut answer = [0u8; ANSWER_BYTES];
         let (n, _) = receive(control.as_raw_fd(), &mut answer)?;
-        if n != 4 {
+        if n != ANSWER_BYTES {
             return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
         }
-        let pid = i32::from_ne_bytes(answer);
+        let pid = i32::from_ne_bytes(answer[..4].try_into().unwrap());
         if pid < 0 {
             return Ok(Err(std::io::Error::from_raw_os_error(-pid)));
         }
-        Ok(Ok(pid))
+        let birth = if answer[4] == 1 {
+            Birth::Adopted
+        } else {
+            Birth::Spawner
+        };
+        Ok(Ok((pid, birth)))
     }
 }
 
@@ -514,14 +528,20 @@ pub fn serve() -> i32 {
                 // The driver is gone.
                 return 0;
             }
-            let pid = match decode(&buffer[..n], received) {
-                Some((prepared, _keep)) => match prepared.fork() {
-                    Ok(pid) => pid,
-                    Err(error) => -error.raw_os_error().unwrap_or(libc::EIO),
-                },
-                None => -libc::EINVAL,
+            let (pid, adopted) = match decode(&buffer[..n], received) {
+                Some((mut prepared, _keep)) => {
+                    prepared.adopt = true;
+                    match prepared.fork() {
+                        Ok(forked) => forked,
+                        Err(error) => (-error.raw_os_error().unwrap_or(libc::EIO), false),
+                    }
+                }
+                None => (-libc::EINVAL, false),
             };
-            if send(control.as_raw_fd(), &pid.to_ne_bytes(), &[]).is_err() {
+            let mut answer = [0u8; ANSWER_BYTES];
+            answer[..4].copy_from_slice(&pid.to_ne_bytes());
+            answer[4] = u8::from(adopted);
+            if send(control.as_raw_fd(), &answer, &[]).is_err() {
                 return 0;
             }
         }
