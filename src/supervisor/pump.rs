@@ -170,7 +170,9 @@ impl Pump {
         status: OwnedFd,
         what: String,
     ) {
-        self.send(Incoming::Watch(Source {
+        // No wake: nothing can arrive before the fork, and its `started` or `abandon`
+        // wakes the pump, which takes both messages at once.
+        self.shared.incoming.lock().push(Incoming::Watch(Source {
             capture,
             stderr,
             status: Some(status),
