@@ -183,7 +183,6 @@ impl Tree {
             };
             let (name, text) = (request.name.clone(), request.text.clone());
             let job = self.spawner.spawn(request);
-            self.record("ran", &name, &text, None, None);
             self.locked(|state, effects| {
                 match state.command_mut(id) {
                     Some(command) => {
@@ -206,6 +205,8 @@ impl Tree {
                 }
                 effects.push(Effect::Changed);
             });
+            // After the lookups parked for it have their answer.
+            self.record("ran", &name, &text, None, None);
         }
     }
 
