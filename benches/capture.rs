@@ -8,7 +8,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::Mount;
+use common::{Mount, Options};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -40,12 +40,22 @@ fn bare_spawn(shell: &str, rounds: usize) -> f64 {
 
 /// Median ms of writing `ctl/<name>` with `true` and reading its `wait`.
 fn round_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
+    trips(mount, prefix, rounds, "true", "wait", "completed\n")
+}
+
+/// Median ms of the same file operations for a command the deny list refuses: what
+/// the files alone cost, with no process started.
+fn refused_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
+    trips(mount, prefix, rounds, "zapme", "status", "denied\n")
+}
+
+fn trips(mount: &Mount, prefix: &str, rounds: usize, text: &str, file: &str, answer: &str) -> f64 {
     let times = (0..rounds)
         .map(|i| {
             let started = Instant::now();
-            std::fs::write(mount.p(&format!("ctl/{prefix}{i}")), "true").unwrap();
-            let answer = mount.read(&format!("cmd/{prefix}{i}/wait"));
-            assert_eq!(answer, "completed\n");
+            // The refused text fails its close, which `fs::write` does not report.
+            std::fs::write(mount.p(&format!("ctl/{prefix}{i}")), text).unwrap();
+            assert_eq!(mount.read(&format!("cmd/{prefix}{i}/{file}")), answer);
             ms(started.elapsed())
         })
         .collect();
@@ -54,19 +64,31 @@ fn round_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
 
 fn spawn() {
     for shell in ["/bin/sh", "/bin/bash"] {
-        let mount = Mount::with_args(&["--shell", shell]);
-        // Warm both paths up, then alternate them so load changes hit both alike.
+        let mount = Mount::with(Options {
+            args: vec!["--shell", shell],
+            settings: r#"{"permissions": {"deny": ["Bash(zapme:*)"]}}"#,
+        });
+        // Warm every path up, then alternate them so load changes hit all alike.
         round_trip(&mount, "warm", 20);
+        refused_trip(&mount, "warm-refused", 20);
         bare_spawn(shell, 20);
-        let (mut trips, mut bares) = (Vec::new(), Vec::new());
+        let (mut trips, mut refused, mut bares) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..5 {
             trips.push(round_trip(&mount, &format!("r{round}-"), 40));
+            refused.push(refused_trip(&mount, &format!("n{round}-"), 40));
             bares.push(bare_spawn(shell, 40));
         }
-        let (trip, bare) = (median(trips), median(bares));
+        let (trip, files, bare) = (median(trips), median(refused), median(bares));
         println!(
             "spawn ({shell}): round trip {trip:.2} ms, bare spawn+reap {bare:.2} ms, ratio {:.2}",
             trip / bare
+        );
+        println!(
+            "  the same file operations for a refused command (no process): {files:.2} ms \
+             ({:.2} of a bare spawn); the round trip beyond them: {:.2} ms, ratio {:.2}",
+            files / bare,
+            trip - files,
+            (trip - files) / bare
         );
         let result: serde_json::Value =
             serde_json::from_str(&mount.read("cmd/r0-0/result.json")).unwrap();
