@@ -565,7 +565,8 @@ fn exit_from(raw: i32, usage: &libc::rusage, peak: Option<u64>, birth: Birth) ->
         Some(peak) => (peak, "cgroup memory.peak (the whole command)"),
         None if birth != Birth::Driver => (
             max_rss_kib,
-            "ru_maxrss: the largest of the shell and the processes it waited for",
+            "ru_maxrss: the largest of the shell and the processes it waited for \
+             (at least the spawner's few MiB, which the shell began in)",
         ),
         None => (
             max_rss_kib,

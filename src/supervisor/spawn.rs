@@ -2,13 +2,16 @@
 //! (paths, argument and environment vectors as C strings), then `fork`, and the child
 //! runs only async-signal-safe system calls until `execve`.
 //!
-//! The parent never waits for the child's `exec`. That matters because the child opens
-//! its stderr file through this very mount (see [`capture`](super::capture)), so the
-//! open is served by the mount's own workers, and the thread that forks may be one of
-//! them. It waits only until the child is in its own session and cgroup, with default
-//! signal dispositions (a byte on a "placed" pipe), so that a kill sent as soon as the
-//! pid is known reaches it. A failure before `exec` is reported through a close-on-exec
-//! status pipe, which the pump reads: end-of-file without data means the shell runs.
+//! A driver thread never waits for the child's `exec`. That matters because the child
+//! opens its stderr file through this very mount (see [`capture`](super::capture)), so
+//! the open is served by the mount's own workers. A thread of the driver that forks
+//! waits only until the child is in its own session and cgroup, with default signal
+//! dispositions (a byte on a "placed" pipe), so that a kill sent as soon as the pid is
+//! known reaches it. The spawner, a process apart, forks the way `posix_spawn` does (a
+//! child sharing its memory, the spawner suspended until the exec), which spares
+//! copying page tables only to tear them down at the exec. A failure before `exec` is
+//! reported through a close-on-exec status pipe, which the pump reads: end-of-file
+//! without data means the shell runs.
 //!
 //! In the child: a new session; every signal disposition default and an empty mask;
 //! the parent-death signal (Linux); the command's cgroup; the address-space limit; the
@@ -26,6 +29,96 @@ use std::path::Path;
 const SIGNAL_LIMIT: i32 = 65;
 #[cfg(not(target_os = "linux"))]
 const SIGNAL_LIMIT: i32 = 32;
+
+/// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`), for `clone3`.
+#[cfg(target_os = "linux")]
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+#[cfg(target_os = "linux")]
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// The stack a child that shares the spawner's memory runs on until its exec (its
+/// setup makes system calls only; the lowest page is a guard).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+const SHARED_CHILD_STACK: usize = 256 * 1024;
+
+/// What a child that shares its parent's memory needs: it finds it on the parent's
+/// stack, which stays as it is while the parent is suspended until the exec.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+struct Launch<'a> {
+    prepared: &'a Prepared,
+    parent: libc::pid_t,
+    default_action: &'a libc::sigaction,
+    born_in_cgroup: bool,
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
+}
+
+/// Where a child that shares its parent's memory begins, on its own stack.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+extern "C" fn launch_child(launch: *mut libc::c_void) -> ! {
+    // SAFETY: `fork_sharing_memory` passes a `Launch` that lives until this child has
+    // exec'd or exited, since its parent is suspended until then.
+    unsafe {
+        let launch = &*(launch as *const Launch);
+        launch.prepared.child(
+            launch.parent,
+            launch.default_action,
+            -1,
+            launch.born_in_cgroup,
+            (launch.argv, launch.envp),
+        )
+    }
+}
+
+/// `clone3` for a child with its own stack: the child calls `entry(arg)`, which never
+/// returns; the parent gets the pid, or minus the errno.
+///
+/// # Safety
+/// `args` must ask for a stack that is valid for the child, and `entry` must never
+/// return.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+unsafe fn clone3_with_entry(
+    args: &CloneArgs,
+    entry: extern "C" fn(*mut libc::c_void) -> !,
+    arg: *mut libc::c_void,
+) -> i64 {
+    let result: i64;
+    // The child starts on the new stack with the parent's registers, so it finds the
+    // entry and its argument in two that the system call keeps.
+    std::arch::asm!(
+        "syscall",
+        "test rax, rax",
+        "jnz 2f",
+        "mov rdi, r12",
+        "call r13",
+        "ud2",
+        "2:",
+        inlateout("rax") libc::SYS_clone3 => result,
+        in("rdi") args as *const CloneArgs,
+        in("rsi") std::mem::size_of::<CloneArgs>(),
+        in("r12") arg,
+        in("r13") entry,
+        lateout("rcx") _,
+        lateout("r11") _,
+        options(nostack),
+    );
+    result
+}
 
 /// The step of the child's setup that failed, as reported through the status pipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,8 +293,10 @@ impl Prepared {
         ))
     }
 
-    /// Forks the child; returns its pid once the child is placed (its session, signals
-    /// and cgroup), without waiting for its exec.
+    /// Forks the child; returns its pid, and whether it is this process's parent's
+    /// child ([`Prepared::adopt`]), once the child is placed (its session, signals and
+    /// cgroup), without waiting for its exec; or, forking with shared memory (the
+    /// spawner), once it has exec'd.
     pub fn fork(&self) -> std::io::Result<(i32, bool)> {
         // SAFETY: getpid and getppid cannot fail.
         let (me, my_parent) = unsafe { (libc::getpid(), libc::getppid()) };
@@ -211,6 +306,22 @@ impl Prepared {
             pointers
         };
         let (argv, envp) = (pointers(&self.args), pointers(&self.env));
+        // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
+        let default_action: libc::sigaction = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            action
+        };
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if self.adopt {
+            // SAFETY: the child runs only `child`, as after a fork.
+            let forked = unsafe {
+                self.fork_sharing_memory((me, my_parent), &default_action, (&argv, &envp))
+            };
+            if let Some(forked) = forked {
+                return forked;
+            }
+        }
         let mut placed = [0; 2];
         #[cfg(target_os = "linux")]
         // SAFETY: pipe2 fills two descriptors, closed below.
@@ -228,12 +339,6 @@ impl Prepared {
         if made < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
-        let default_action: libc::sigaction = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = libc::SIG_DFL;
-            action
-        };
         // SAFETY: the child runs only `child`, which makes async-signal-safe system
         // calls on memory prepared before the fork, and never returns.
         let (pid, born_in_cgroup, adopted) = unsafe { self.clone_child() };
@@ -318,9 +423,12 @@ impl Prepared {
             };
             libc::setrlimit(libc::RLIMIT_AS, &limit);
         }
-        // Placed: a kill of its group or cgroup reaches it from now on.
-        libc::write(placed, b"p".as_ptr().cast(), 1);
-        libc::close(placed);
+        // Placed: a kill of its group or cgroup reaches it from now on. (A child that
+        // shares its parent's memory has none to tell: its parent waits for its exec.)
+        if placed >= 0 {
+            libc::write(placed, b"p".as_ptr().cast(), 1);
+            libc::close(placed);
+        }
         if libc::chdir(self.cwd.as_ptr()) < 0 {
             self.fail(Stage::Cwd);
         }
@@ -360,84 +468,143 @@ impl Prepared {
         self.fail(Stage::Exec)
     }
 
-    /// Forks, into the command's cgroup at once where the kernel can (`clone3` with
-    /// `CLONE_INTO_CGROUP`, Linux 5.7), and as a child of this process's parent when
-    /// [`Prepared::adopt`] asks (`CLONE_PARENT`); returns the pid (0 in the child, -1
-    /// on failure), whether the child was born in its cgroup and whether it was adopted.
+    /// The `clone3` flags to try, best first: into the command's cgroup at once where
+    /// there is one (`CLONE_INTO_CGROUP`, Linux 5.7) and as a child of this process's
+    /// parent when [`Prepared::adopt`] asks (`CLONE_PARENT`). The kernel may refuse
+    /// either (too old, a cgroup it will not place a process in this way), so each is
+    /// then dropped in turn.
+    #[cfg(target_os = "linux")]
+    fn clone_tries(&self) -> Vec<u64> {
+        let cgroup = if self.cgroup_dir.is_some() {
+            CLONE_INTO_CGROUP
+        } else {
+            0
+        };
+        let adopt = if self.adopt {
+            libc::CLONE_PARENT as u64
+        } else {
+            0
+        };
+        let mut tries = vec![cgroup | adopt];
+        if cgroup != 0 && adopt != 0 {
+            tries.extend([cgroup, adopt]);
+        }
+        tries.retain(|&flags| flags != 0);
+        tries
+    }
+
+    /// The arguments of `clone3` with `flags`.
+    #[cfg(target_os = "linux")]
+    fn clone_args(&self, flags: u64) -> CloneArgs {
+        use std::os::fd::AsRawFd;
+        CloneArgs {
+            flags,
+            // With CLONE_PARENT the kernel takes the exit signal this process would
+            // send its own parent (SIGCHLD) and refuses any other.
+            exit_signal: if flags & (libc::CLONE_PARENT as u64) == 0 {
+                libc::SIGCHLD as u64
+            } else {
+                0
+            },
+            cgroup: self.cgroup_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
+            ..CloneArgs::default()
+        }
+    }
+
+    /// Forks with [`Prepared::clone_tries`], else plainly (the child then joins its
+    /// cgroup by itself); returns the pid (0 in the child, -1 on failure), whether the
+    /// child was born in its cgroup and whether it was adopted.
     ///
     /// # Safety
     /// As `fork`: the child may only make async-signal-safe calls.
     unsafe fn clone_child(&self) -> (libc::pid_t, bool, bool) {
         #[cfg(target_os = "linux")]
-        if self.cgroup_dir.is_some() || self.adopt {
-            use std::os::fd::AsRawFd;
-            /// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`).
-            #[repr(C)]
-            struct CloneArgs {
-                flags: u64,
-                pidfd: u64,
-                child_tid: u64,
-                parent_tid: u64,
-                exit_signal: u64,
-                stack: u64,
-                stack_size: u64,
-                tls: u64,
-                set_tid: u64,
-                set_tid_size: u64,
-                cgroup: u64,
-            }
-            const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
-            let clone3 = |flags: u64| {
-                let args = CloneArgs {
-                    flags,
-                    pidfd: 0,
-                    child_tid: 0,
-                    parent_tid: 0,
-                    // With CLONE_PARENT the kernel takes the exit signal this process
-                    // would send its own parent (SIGCHLD) and refuses any other.
-                    exit_signal: if flags & (libc::CLONE_PARENT as u64) == 0 {
-                        libc::SIGCHLD as u64
-                    } else {
-                        0
-                    },
-                    stack: 0,
-                    stack_size: 0,
-                    tls: 0,
-                    set_tid: 0,
-                    set_tid_size: 0,
-                    cgroup: self.cgroup_dir.as_ref().map_or(0, |d| d.as_raw_fd() as u64),
-                };
-                libc::syscall(
-                    libc::SYS_clone3,
-                    &args as *const CloneArgs,
-                    std::mem::size_of::<CloneArgs>(),
-                )
-            };
-            let cgroup = if self.cgroup_dir.is_some() {
-                CLONE_INTO_CGROUP
-            } else {
-                0
-            };
-            let adopt = if self.adopt {
-                libc::CLONE_PARENT as u64
-            } else {
-                0
-            };
-            // The kernel may refuse either flag (too old, a cgroup it will not place a
-            // process in this way): each is dropped in turn, and plain fork is last
-            // (the child then joins its cgroup by itself).
-            let mut tries = vec![cgroup | adopt];
-            if cgroup != 0 && adopt != 0 {
-                tries.extend([cgroup, adopt]);
-            }
-            for flags in tries {
-                let pid = clone3(flags);
-                if pid >= 0 {
-                    return (pid as libc::pid_t, flags & cgroup != 0, flags & adopt != 0);
-                }
+        for flags in self.clone_tries() {
+            let args = self.clone_args(flags);
+            let pid = libc::syscall(
+                libc::SYS_clone3,
+                &args as *const CloneArgs,
+                std::mem::size_of::<CloneArgs>(),
+            );
+            if pid >= 0 {
+                return (
+                    pid as libc::pid_t,
+                    flags & CLONE_INTO_CGROUP != 0,
+                    flags & libc::CLONE_PARENT as u64 != 0,
+                );
             }
         }
         (libc::fork(), false, false)
+    }
+
+    /// Forks the way `posix_spawn` does: the child shares this process's memory (no
+    /// page tables to copy, none to tear down at its exec) and runs on a stack of its
+    /// own, while this process is suspended until the child has exec'd or exited
+    /// (`CLONE_VM | CLONE_VFORK`). So no "placed" byte is needed: when this returns,
+    /// the child runs the shell, or has reported why not on its status pipe. None when
+    /// the kernel refuses every try (the caller forks the usual way).
+    ///
+    /// Only the spawner forks this way. The wait includes the child's open of its
+    /// stderr file through the mount, which the driver's FUSE workers serve; no driver
+    /// thread is suspended here.
+    ///
+    /// # Safety
+    /// As `fork`.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    unsafe fn fork_sharing_memory(
+        &self,
+        (me, my_parent): (libc::pid_t, libc::pid_t),
+        default_action: &libc::sigaction,
+        (argv, envp): (&[*const libc::c_char], &[*const libc::c_char]),
+    ) -> Option<std::io::Result<(i32, bool)>> {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            SHARED_CHILD_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return None;
+        }
+        // A guard page: an overflow faults instead of writing over other memory.
+        libc::mprotect(
+            stack,
+            libc::sysconf(libc::_SC_PAGESIZE) as usize,
+            libc::PROT_NONE,
+        );
+        let mut launch = Launch {
+            prepared: self,
+            parent: me,
+            default_action,
+            born_in_cgroup: false,
+            argv,
+            envp,
+        };
+        // No handler of this process may run in the child on the shared memory before
+        // the child has reset them all; the child empties its mask after that.
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut forked = None;
+        for flags in self.clone_tries() {
+            let adopted = flags & libc::CLONE_PARENT as u64 != 0;
+            launch.parent = if adopted { my_parent } else { me };
+            launch.born_in_cgroup = flags & CLONE_INTO_CGROUP != 0;
+            let mut args = self.clone_args(flags | (libc::CLONE_VM | libc::CLONE_VFORK) as u64);
+            args.stack = stack as u64;
+            args.stack_size = SHARED_CHILD_STACK as u64;
+            let pid = clone3_with_entry(&args, launch_child, (&mut launch as *mut Launch).cast());
+            if pid > 0 {
+                forked = Some(Ok((pid as i32, adopted)));
+                break;
+            }
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        libc::munmap(stack, SHARED_CHILD_STACK);
+        forked
     }
 
     /// Reports the current errno at `stage` through the status pipe and exits.
