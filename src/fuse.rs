@@ -660,12 +660,16 @@ fn reply_entry(reply: ReplyEntry, attr: &Attr, owner: (u32, u32)) {
     reply.entry(&TTL, &file_attr(attr, owner), Generation(0));
 }
 
-fn open_flags(direct_io: bool) -> FopenFlags {
+fn open_flags(direct_io: bool, flush: bool) -> FopenFlags {
+    let mut flags = FopenFlags::empty();
     if direct_io {
-        FopenFlags::FOPEN_DIRECT_IO
-    } else {
-        FopenFlags::empty()
+        flags |= FopenFlags::FOPEN_DIRECT_IO;
     }
+    if !flush {
+        // The kernel then sends no FLUSH at each close of the descriptor.
+        flags |= FopenFlags::FOPEN_NOFLUSH;
+    }
+    flags
 }
 
 fn open_mode(flags: i32) -> OpenMode {
@@ -878,14 +882,18 @@ impl Filesystem for Driver {
             if open_mode(flags.0).write {
                 return match self.tree.stderr_open(id) {
                     // Direct I/O: each write reaches the supervisor while its writer waits.
-                    Ok(()) => reply.opened(FileHandle(0), open_flags(true)),
+                    // No FLUSH: a command's exit need not wait for one.
+                    Ok(()) => reply.opened(FileHandle(0), open_flags(true, false)),
                     Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
                 };
             }
             return reply.error(Errno::EACCES);
         }
         match self.tree.open(ino.0, open_mode(flags.0)) {
-            Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(opened.direct_io)),
+            Ok(opened) => reply.opened(
+                FileHandle(opened.fh),
+                open_flags(opened.direct_io, opened.flush),
+            ),
             Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
         }
     }
@@ -1065,7 +1073,7 @@ impl Filesystem for Driver {
                 &file_attr(&attr, self.owner()),
                 Generation(0),
                 FileHandle(opened.fh),
-                open_flags(opened.direct_io),
+                open_flags(opened.direct_io, opened.flush),
             ),
             Err(e) => reply.error(failed("create", format_args!("{}/{:?}", parent.0, name), e)),
         }

@@ -163,6 +163,7 @@ impl Tree {
                 Opened {
                     fh,
                     direct_io: true,
+                    flush: write,
                 },
             ))
         })

@@ -61,7 +61,11 @@ fn slice_at(bytes: &[u8], offset: u64, size: usize) -> Vec<u8> {
 }
 
 fn opened(fh: u64, direct_io: bool) -> Opened {
-    Opened { fh, direct_io }
+    Opened {
+        fh,
+        direct_io,
+        flush: false,
+    }
 }
 
 impl Tree {
@@ -299,7 +303,11 @@ impl Tree {
                 (id, body, true)
             }
         };
-        Ok(opened(state.add_handle(Some(owner), body), direct_io))
+        let flush = matches!(body, Body::Draft { write: true, .. });
+        Ok(Opened {
+            flush,
+            ..opened(state.add_handle(Some(owner), body), direct_io)
+        })
     }
 
     /// `echo > cmd/<name>/kill` just after the command stopped finds no `kill` and

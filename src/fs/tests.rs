@@ -724,6 +724,22 @@ fn files_under_a_command_open_only_as_they_are_meant() {
 }
 
 #[test]
+fn only_a_draft_open_for_writing_hears_its_closes() {
+    let rig = Rig::new();
+    let (attr, opened) = rig.tree.create(names::CTL, b"d", W).expect("created");
+    assert!(opened.flush, "a new draft checks its text at every close");
+    assert!(!rig.tree.open(attr.ino, R).expect("read").flush);
+    rig.tree.release(opened.fh);
+    let dir = rig.run("x", "sleep 1");
+    for name in ["wait", "status", "output", "stdout", "follow", "kill"] {
+        let ino = rig.found(dir, name).expect(name).ino;
+        let mode = if name == "kill" { W } else { R };
+        assert!(!rig.tree.open(ino, mode).expect(name).flush, "{name}");
+    }
+    assert!(!rig.tree.open(names::ROOT_INDEX, R).expect("index").flush);
+}
+
+#[test]
 fn a_removed_file_is_hidden_and_pins_its_command() {
     let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
     let dir = rig.run("x", "true");

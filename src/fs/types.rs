@@ -98,6 +98,10 @@ pub struct Opened {
     pub fh: u64,
     /// Bypass the page cache: growing and blocking files, whose size changes.
     pub direct_io: bool,
+    /// Every close of a descriptor must be heard (FLUSH): only a draft open for
+    /// writing, whose closes check its text. Other closes cost the closer a round trip
+    /// to the driver for nothing.
+    pub flush: bool,
 }
 
 /// The job a read waits on when any command's news may answer it (`/events`).
