@@ -715,7 +715,12 @@ fn work(
             }
             Task::Record(store) => {
                 if store.unwritten.lock().is_some() {
-                    // Written with the first files, in its newest form.
+                    // Written with the first files, in its newest form: now, when this
+                    // is the last reference, or its drop would hand them back behind
+                    // a barrier already queued.
+                    if Arc::strong_count(&store) == 1 {
+                        write_first(&store, log);
+                    }
                     continue;
                 }
                 let newest = store.record.lock().take();
@@ -832,21 +837,29 @@ fn write_logged(dir: &Path, name: &str, bytes: &[u8], log: fn(&str)) {
 }
 
 fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    use std::io::Write;
     let temporary = dir.join(format!(".{name}.tmp"));
-    {
-        use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
+    let open = || {
+        std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-    }
+            .open(&temporary)
+    };
+    // The directory is made by the first file written into it, not tried for each.
+    let mut file = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            open()?
+        }
+        opened => opened?,
+    };
+    file.write_all(bytes)?;
+    drop(file);
     std::fs::rename(&temporary, dir.join(name))
 }
 
