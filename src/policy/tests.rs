@@ -703,6 +703,24 @@ fn splitter_follows_bash_quirks() {
     assert_eq!(simple_commands("echo ${x,,}"), vec!["echo ${x,,}"]);
     // `${` ends at its first `}`: the rest of `${1:{1..1}-zapme}` is a word of its own.
     assert_eq!(simple_commands("${1:{1..1}-zapme}"), vec!["-zapme}"]);
+    // Brace expansion reads the word as written, and a `"` inside backquotes inside
+    // double quotes ends the quotes for it: the braces expand, each result runs its
+    // backquotes.
+    assert_eq!(
+        simple_commands("\"`: \"'\";'{zap,}me'`\""),
+        vec![": '", "{zap,}me", "zapme", "me", "`...` `...`"]
+    );
+    // Not inside a `$'..'` (a quoted string by then) nor a `${`.
+    assert_eq!(simple_commands("a$'\\'{b,c}'"), vec!["a'{b,c}"]);
+    assert_eq!(
+        simple_commands("a${x:-{b,c}}"),
+        vec!["a{b,c}", "a${x:-{b,c}}"]
+    );
+    // Nor in the assignments before a command.
+    assert_eq!(
+        simple_commands("x=\"`: \"'\";'{a,b}'`\" y"),
+        vec![": '", "{a,b}", "y"]
+    );
     // `coproc` with a simple command inside `$( )` runs `COPROC` in bash 5.2 (it reads
     // the substitution again from its own printing); both are listed.
     assert_eq!(
@@ -999,6 +1017,10 @@ fn refusals_without_a_rule_name_the_construct() {
         ("x='$(id)'; : ${x@P}", "prompt string"),
         ("echo ${x:1:'$(id)'}", "offset"),
         ("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n} x", "brace expansion"),
+        (
+            "echo \"`x`\"{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}",
+            "backquotes and a brace expansion",
+        ),
         // bash reports these syntax errors and goes on at the next line.
         ("x=(a ; b)\nls", "array assignment"),
         ("x=(a && b)\nls", "array assignment"),

@@ -58,4 +58,12 @@ pub const FINDINGS: &[&str] = &[
     "cat <<E$((1))\nbody\nE$((\necho \"${x#'}'}\" | if zapme && X=1 /usr/bin/zapme 'q w' {a,b} & id; then zap''me -x \"$x\"; fi | bash -c 'E`x`\nzapme$1' _ 'z\\apme \"$x\" $1; \"zap\"me x=1\nzapme'\n1))\nzapme",
     // A process substitution in an unquoted `${1:-..}` inside `"$( )"`.
     "echo \"\n3>&- cat\n$(z${1:-zapm\n>&2 zapme $1 x=1 || </dev/null X=1 zapme \"$x\" | cat <(ls '#')\ne}apme)\"",
+    // Brace expansion reads a word as written with quotes of its own: a `"` inside
+    // backquotes (or `${ }`) inside double quotes ends them, so braces the parser reads as
+    // quoted expand, and each result runs its backquotes again.
+    "\"`while '';do \"'\";done&x=(#'\n)\n{p,}{m..m}e`\"",
+    "\"`: \"'\";'{zap,}me'`\"",
+    "echo x=\"`: \"'\";'{zap,}me'`\"; for v in \"`: \"'\";'zap{me,}'`\"; do :; done",
+    "cat > \"`: \"'\";'z{a,}pme'`\"; x=(\"`: \"'\";'za{p,}me'`\")",
+    "cmd\"${x:-\"'`'{zap,}me'`'\"}\"",
 ];

@@ -7,21 +7,129 @@ const MAX_BRACE_WORD: usize = 4096;
 const MAX_BRACE_RESULTS: usize = 64;
 
 /// Expands the unquoted brace lists (`{a,b}c` → `ac bc`) and sequences (`{1..3}`,
-/// `{a..e..2}`) of one word. Past the limits (a word over 4096 bytes, more than 64
-/// results) it stops and returns what it has as an error: the results are then incomplete.
+/// `{a..e..2}`) of one word after quote removal. Past the limits (a word over 4096 bytes,
+/// more than 64 results) it stops and returns what it has as an error: the results are
+/// then incomplete.
 pub(super) fn expand_braces(word: &str) -> Result<Vec<String>, Vec<String>> {
+    let strings = |words: Vec<Vec<u8>>| {
+        words
+            .into_iter()
+            .map(|w| String::from_utf8_lossy(&w).into_owned())
+            .collect()
+    };
+    expand_with(word.as_bytes(), &plain_braces)
+        .map(strings)
+        .map_err(strings)
+}
+
+/// Expands the brace lists and sequences of one word as written, quotes and all, the way
+/// bash does before any other expansion. Its brace scanner knows fewer quotes than its
+/// parser: a `"` inside backquotes or `${ }` inside double quotes ends the quotes for it,
+/// so braces the parser read as quoted can expand (and each result's substitutions then
+/// run on their own). `substitution_end` gives the offset of the `)` closing a `$(` whose
+/// text starts at the offset it is given. Same limits as [`expand_braces`].
+pub(super) fn expand_braces_written(
+    word: &[u8],
+    substitution_end: &dyn Fn(&[u8], usize) -> usize,
+) -> Result<Vec<Vec<u8>>, Vec<Vec<u8>>> {
+    expand_with(word, &|w| written_braces(w, substitution_end))
+}
+
+/// What a byte means to the brace scanner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Brace {
+    /// Quoted, escaped or inside a substitution: nothing.
+    Hidden,
+    /// Itself: a `{` may open a group, a `,` or `}` may end an alternative.
+    Plain,
+    /// The `{` of a `${`: it nests, but never opens a group.
+    Nests,
+}
+
+/// The bytes of a word after quote removal: all plain, except the `{` of a `${`.
+fn plain_braces(word: &[u8]) -> Vec<Brace> {
+    (0..word.len())
+        .map(|at| {
+            if word[at] == b'{' && at > 0 && word[at - 1] == b'$' {
+                Brace::Nests
+            } else {
+                Brace::Plain
+            }
+        })
+        .collect()
+}
+
+/// The bytes of a word as written, read the way bash's brace scanner reads them: a
+/// backslash escapes the next byte outside single quotes; `'`, `"` and a backquote each
+/// quote up to the next byte like them (nothing else is a quote inside them); a `$'..'`
+/// is one quoted string; `$(`, `<(` and `>(` are stepped over to their `)`, and inside
+/// double quotes a `$(` is too.
+fn written_braces(word: &[u8], substitution_end: &dyn Fn(&[u8], usize) -> usize) -> Vec<Brace> {
+    let mut kinds = vec![Brace::Hidden; word.len()];
+    let mut quote = None;
+    let mut at = 0;
+    while at < word.len() {
+        let byte = word[at];
+        let next = word.get(at + 1).copied();
+        if byte == b'\\' && quote != Some(b'\'') {
+            at += 2;
+            continue;
+        }
+        if byte == b'$' && next == Some(b'{') && quote != Some(b'\'') {
+            if quote.is_none() {
+                kinds[at + 1] = Brace::Nests;
+            }
+            at += 2;
+            continue;
+        }
+        if byte == b'$' && next == Some(b'\'') && quote.is_none() {
+            // The parser has turned a `$'..'` into a quoted string by now: its escaped
+            // quotes (`\'`) do not end it.
+            at += 2;
+            while at < word.len() && word[at] != b'\'' {
+                at += if word[at] == b'\\' { 2 } else { 1 };
+            }
+            at += 1;
+            continue;
+        }
+        let opens_substitution = next == Some(b'(')
+            && match quote {
+                None => matches!(byte, b'$' | b'<' | b'>'),
+                Some(b'"') => byte == b'$',
+                Some(_) => false,
+            };
+        if opens_substitution {
+            at = substitution_end(word, at + 2).saturating_add(1);
+            continue;
+        }
+        match quote {
+            Some(open) if byte == open => quote = None,
+            Some(_) => {}
+            None if matches!(byte, b'\'' | b'"' | b'`') => quote = Some(byte),
+            None => kinds[at] = Brace::Plain,
+        }
+        at += 1;
+    }
+    kinds
+}
+
+/// Brace expansion of `word` with `kinds` telling which of its bytes count.
+fn expand_with(
+    word: &[u8],
+    kinds: &dyn Fn(&[u8]) -> Vec<Brace>,
+) -> Result<Vec<Vec<u8>>, Vec<Vec<u8>>> {
     if word.len() > MAX_BRACE_WORD {
-        return Err(vec![word.to_owned()]);
+        return Err(vec![word.to_vec()]);
     }
     let mut done = Vec::new();
-    let mut pending = vec![word.to_owned()];
+    let mut pending = vec![word.to_vec()];
     while let Some(current) = pending.pop() {
         if done.len() + pending.len() >= MAX_BRACE_RESULTS {
             done.push(current);
             done.extend(pending.into_iter().rev());
             return Err(done);
         }
-        match brace_group(&current) {
+        match brace_group(&current, &kinds(&current)) {
             Some((open, alternatives, close)) => {
                 if alternatives.len() > MAX_BRACE_RESULTS {
                     done.push(current);
@@ -31,7 +139,7 @@ pub(super) fn expand_braces(word: &str) -> Result<Vec<String>, Vec<String>> {
                 let prefix = &current[..open];
                 let suffix = &current[close + 1..];
                 for alternative in alternatives.iter().rev() {
-                    pending.push(format!("{prefix}{alternative}{suffix}"));
+                    pending.push([prefix, alternative, suffix].concat());
                 }
             }
             None => done.push(current),
@@ -43,24 +151,38 @@ pub(super) fn expand_braces(word: &str) -> Result<Vec<String>, Vec<String>> {
 /// The first `{...}` in `word` that expands, found the way bash finds it: a `{` is closed
 /// by the first `}` at its own level once a `,` (or a sequence's `..`) was seen there, so a
 /// `}` before any comma is a plain character (`{a}b,c}` is `a}b` and `c`); a `${`
-/// counts as a level of its own; a group that closes nowhere is skipped for the next `{`,
-/// and a `{..}` that is neither a list nor a sequence is plain text. Its `{` offset, what
-/// it expands to, and its `}` offset (all ASCII, so the offsets are character boundaries).
-fn brace_group(word: &str) -> Option<(usize, Vec<String>, usize)> {
-    let bytes = word.as_bytes();
+/// opens a level of its own, inside which no group opens (`${x:-{a,b}}`), up to its `}`; a
+/// group that closes nowhere is skipped and the search goes on after its `{` from the top
+/// level, and a `{..}` that is neither a list nor a sequence is plain text. Only bytes
+/// `kinds` marks count. Its `{` offset, what it expands to, and its `}` offset.
+fn brace_group(word: &[u8], kinds: &[Brace]) -> Option<(usize, Vec<Vec<u8>>, usize)> {
     let mut from = 0;
-    while let Some(found) = bytes[from..].iter().position(|&b| b == b'{') {
-        let open = from + found;
-        if open > 0 && bytes[open - 1] == b'$' {
-            from = open + 1;
-            continue;
+    let mut level = 0usize;
+    while from < word.len() {
+        let open = from;
+        from += 1;
+        match (word[open], kinds[open]) {
+            (_, Brace::Hidden) => continue,
+            (b'{', Brace::Plain) if level == 0 => {}
+            (b'{', _) => {
+                level += 1;
+                continue;
+            }
+            (b'}', _) => {
+                level = level.saturating_sub(1);
+                continue;
+            }
+            _ => continue,
         }
-        let Some((close, commas)) = closing_brace(bytes, open) else {
-            from = open + 1;
+        let Some((close, commas)) = closing_brace(word, kinds, open) else {
             continue;
         };
         if commas.is_empty() {
-            if let Some(sequence) = sequence(&word[open + 1..close]) {
+            if let Some(sequence) = std::str::from_utf8(&word[open + 1..close])
+                .ok()
+                .and_then(sequence)
+            {
+                let sequence = sequence.into_iter().map(String::into_bytes).collect();
                 return Some((open, sequence, close));
             }
             from = close + 1;
@@ -71,7 +193,7 @@ fn brace_group(word: &str) -> Option<(usize, Vec<String>, usize)> {
         bounds.push(close);
         let alternatives = bounds
             .windows(2)
-            .map(|pair| word[pair[0] + 1..pair[1]].to_owned())
+            .map(|pair| word[pair[0] + 1..pair[1]].to_vec())
             .collect();
         return Some((open, alternatives, close));
     }
@@ -79,14 +201,16 @@ fn brace_group(word: &str) -> Option<(usize, Vec<String>, usize)> {
 }
 
 /// The `}` that closes the `{` at `open`, and the offsets of the commas at its level; None
-/// when nothing closes it.
-fn closing_brace(bytes: &[u8], open: usize) -> Option<(usize, Vec<usize>)> {
+/// when nothing closes it. Only bytes `kinds` marks count.
+fn closing_brace(bytes: &[u8], kinds: &[Brace], open: usize) -> Option<(usize, Vec<usize>)> {
     let mut level = 0usize;
     let mut commas = Vec::new();
     let mut sequence = false;
     let mut at = open + 1;
     while at < bytes.len() {
+        let kind = kinds[at];
         match bytes[at] {
+            _ if kind == Brace::Hidden => {}
             b'}' if level == 0 && (sequence || !commas.is_empty()) => {
                 return Some((at, commas));
             }

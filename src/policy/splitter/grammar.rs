@@ -67,6 +67,18 @@ struct ListState {
 }
 
 impl ListState {
+    /// Whether bash brace-expands `word` where it stands: a command's words but the
+    /// assignments before its name, and the words of a `for` list.
+    fn brace_expands(&self, word: &Word) -> bool {
+        match self.mode {
+            Mode::Command | Mode::Time | Mode::Coproc => {
+                !(word.assignment && self.words.iter().all(|w| w.assignment))
+            }
+            Mode::ForHeader => true,
+            Mode::CaseSubject | Mode::CasePattern | Mode::FunctionName | Mode::Conditional => false,
+        }
+    }
+
     /// After `time` or `coproc`, a redirection ends their options and name: the next word
     /// is the command (`time </dev/null -p x` runs `-p`).
     fn after_redirection(&mut self) {
@@ -220,7 +232,15 @@ impl<'s> Parser<'s> {
                     let redirect_follows =
                         matches!(self.peek(), Some(b'<' | b'>')) && self.peek_at(1) != Some(b'(');
                     if !(redirect_follows && is_fd_prefix(&word)) {
-                        self.word(&mut st, word);
+                        let src = self.src;
+                        let words = st
+                            .brace_expands(&word)
+                            .then(|| self.brace_words(cx, &src[start..self.pos]))
+                            .flatten();
+                        match words {
+                            Some(words) => self.brace_expanded(&mut st, words),
+                            None => self.word(&mut st, word),
+                        }
                     }
                 }
             }
@@ -303,6 +323,21 @@ impl<'s> Parser<'s> {
         } else {
             Mode::Command
         };
+    }
+
+    /// Files the words bash's brace expansion made of one word: arguments of the command,
+    /// or words of a `for` list (data, whose substitutions were read with them).
+    fn brace_expanded(&mut self, st: &mut ListState, words: Vec<Word>) {
+        match st.mode {
+            Mode::ForHeader => {}
+            // Reserved words are known before expansion: none of these is one.
+            Mode::Command => st.words.extend(words),
+            _ => {
+                for word in words {
+                    self.word(st, word);
+                }
+            }
+        }
     }
 
     /// Files a word according to the mode and to the reserved words.
@@ -512,9 +547,14 @@ impl<'s> Parser<'s> {
         let duplicates = self.src.get(self.pos.wrapping_sub(1)) == Some(&b'&');
         self.skip_blanks();
         let closes = duplicates && self.peek() == Some(b'-');
+        let start = self.pos;
         let Some(mut target) = self.starts_word().then(|| self.lex_word(cx)) else {
             return;
         };
+        // A target is brace-expanded too (more than one word is an error bash reports
+        // after running the substitutions of each).
+        let src = self.src;
+        self.brace_words(cx, &src[start..self.pos]);
         if closes && (target.text.len() > 1 || target.quoted) {
             // `2>&-x`, `<& -x`: bash closes the descriptor and reads what follows the `-`
             // as a word of the command (`2>&-sudo id` runs `sudo id`).
@@ -529,7 +569,10 @@ impl<'s> Parser<'s> {
     fn redirect_target(&mut self, cx: &mut Context) {
         self.skip_blanks();
         if self.starts_word() {
+            let start = self.pos;
             let _target = self.lex_word(cx);
+            let src = self.src;
+            self.brace_words(cx, &src[start..self.pos]);
         }
     }
 

@@ -1,7 +1,8 @@
 //! Words: quote and backslash removal, `$` forms, backticks, `$'...'` escapes and
 //! heredoc bodies, read byte by byte.
 
-use super::expand::{parameter, special_value, Parameter};
+use super::expand::{expand_braces_written, parameter, special_value, Parameter};
+use super::grammar::truncated;
 use super::scan::{Arithmetic, Group};
 use super::{give_up, is_name, is_name_byte, sub_parse, Context, Parser, Word, MAX_DEPTH};
 
@@ -18,6 +19,12 @@ pub(super) struct Heredoc {
     pub delimiter: Vec<u8>,
     pub strip_tabs: bool,
     pub expand: bool,
+}
+
+/// Whether text holds a `{` and a quote, backslash or substitution, so that bash's brace
+/// expansion may read braces in it that the parser reads as quoted (or the other way).
+pub(super) fn may_hide_braces(text: &[u8]) -> bool {
+    text.contains(&b'{') && text.iter().any(|b| b"\"'`\\$<>".contains(b))
 }
 
 /// Whether `byte` stands for itself in an unquoted word (no quote, expansion, operator,
@@ -341,6 +348,69 @@ impl<'s> Parser<'s> {
         word
     }
 
+    /// The words bash makes of the word written as `raw` when its brace expansion (which
+    /// reads the word as written, with fewer quotes than the parser knows: see
+    /// [`expand_braces_written`]) finds a list or a sequence in it. Each result is read
+    /// again as a word, so the substitutions in it are split once per result, as bash runs
+    /// them. None when the word has no `{`, or nothing that quotes or substitutes (then
+    /// the word's own `brace` expansion is bash's), or nothing expands.
+    pub(super) fn brace_words(&self, cx: &mut Context, raw: &[u8]) -> Option<Vec<Word>> {
+        if !may_hide_braces(raw) {
+            return None;
+        }
+        let results = match expand_braces_written(raw, &substitution_close) {
+            Ok(results) => results,
+            Err(_) => {
+                if raw.contains(&b'`') {
+                    // Backquotes may hide braces from the parser but not from brace
+                    // expansion; past the limits which results run cannot be followed.
+                    cx.refuse(|| {
+                        format!(
+                            "the word '{}' holds backquotes and a brace expansion too large \
+                             to follow",
+                            truncated(&String::from_utf8_lossy(raw))
+                        )
+                    });
+                }
+                return None;
+            }
+        };
+        if results.len() == 1 && results[0] == raw {
+            return None;
+        }
+        let size: usize = results.iter().map(Vec::len).sum();
+        if cx.budget < size {
+            give_up(cx);
+            return None;
+        }
+        cx.budget -= size;
+        let mut words = Vec::with_capacity(results.len());
+        for result in &results {
+            let mut parser = Parser::new(result, self.depth);
+            parser.substitutions = self.substitutions;
+            let mut word = parser.lex_word(cx);
+            if parser.pos < result.len() {
+                // A result whose quotes no longer pair up reads as more than one word to
+                // the parser, but is one word to bash.
+                cx.refuse(|| {
+                    format!(
+                        "brace expansion cuts the word '{}' into words whose quotes do not \
+                         pair up",
+                        truncated(&String::from_utf8_lossy(raw))
+                    )
+                });
+                return None;
+            }
+            // Expanded already: bash expands braces once.
+            word.brace = false;
+            // An unquoted word that expands to nothing is no word at all.
+            if !word.text.is_empty() || word.quoted {
+                words.push(word);
+            }
+        }
+        Some(words)
+    }
+
     /// Stands a substitution that started at `start` in its word as `placeholder` (such as
     /// `$(...)`), unless it was empty (`$()`, ``` `` ```), which expands to nothing. Its
     /// commands are checked on their own; keeping only a placeholder keeps every spelling
@@ -631,4 +701,13 @@ impl<'s> Parser<'s> {
             sub_parse(cx, &body, self.depth + 1);
         }
     }
+}
+
+/// Where the `$( )` whose text starts at `from` in `word` is closed: the offset of its `)`,
+/// or the word's length when nothing closes it.
+fn substitution_close(word: &[u8], from: usize) -> usize {
+    let mut parser = Parser::new(word, 0);
+    parser.pos = from;
+    parser.scan_group(&mut Context::new(0), Group::skip(b'(', b')'));
+    parser.pos
 }

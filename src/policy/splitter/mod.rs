@@ -19,7 +19,9 @@
 //! `doas`) are peeled one at a time, every layer kept as a spelling; a program named by a
 //! path is also spelled by its basename. The string given to `sh -c` (and `bash`, `dash`,
 //! `zsh`, `ksh` ... `-c`), to `eval`, and the commands after `find -exec` are split in turn.
-//! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank.
+//! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank; a word
+//! whose quotes bash's brace expansion reads otherwise than its parser (a `"` inside
+//! backquotes inside double quotes) is expanded as written and each result read again.
 //!
 //! Limits: this is a filter for mistakes, not a sandbox. Anything decided at run time
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
@@ -97,17 +99,7 @@ pub const TOO_COMPLEX: &str = "it nests too deeply or repeats too much shell tex
 /// Accepts any text; never panics.
 pub fn split(text: &str) -> Split {
     let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
-    let mut cx = Context {
-        out: Vec::new(),
-        budget: allowance,
-        refusal: None,
-        args: vec![b"bash".to_vec()],
-        args_generation: 0,
-        seen: HashMap::new(),
-        scripts: HashSet::new(),
-        key: Vec::new(),
-        unclosed: false,
-    };
+    let mut cx = Context::new(allowance);
     let mut parser = Parser::new(text.as_bytes(), 0);
     parser.parse_list(&mut cx, Until::End);
     Split {
@@ -167,6 +159,21 @@ struct Context {
 }
 
 impl Context {
+    /// A context for reading a `bash -c` script with `budget` bytes to read again.
+    fn new(budget: usize) -> Context {
+        Context {
+            out: Vec::new(),
+            budget,
+            refusal: None,
+            args: vec![b"bash".to_vec()],
+            args_generation: 0,
+            seen: HashMap::new(),
+            scripts: HashSet::new(),
+            key: Vec::new(),
+            unclosed: false,
+        }
+    }
+
     /// Notes that the text cannot be checked because of `construct` (the first one noted
     /// is the one given as the reason).
     fn refuse(&mut self, construct: impl FnOnce() -> String) {

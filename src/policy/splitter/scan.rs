@@ -5,6 +5,7 @@
 //! read with it.
 
 use super::grammar::Until;
+use super::lexer::may_hide_braces;
 use super::{give_up, Context, Parser, MAX_DEPTH};
 
 /// The longest substitution whose text is remembered to skip an identical one after it.
@@ -246,8 +247,44 @@ impl<'s> Parser<'s> {
             comments: true,
             ..Group::entering(b'(', b')', false)
         };
-        if self.scan_group(cx, group) {
+        let start = self.pos;
+        let closed = self.scan_group(cx, group);
+        let src = self.src;
+        self.element_braces(cx, &src[start..self.pos]);
+        if closed {
             self.advance(1);
+        }
+    }
+
+    /// bash brace-expands each element of an array assignment, reading the element as
+    /// written (see [`Parser::brace_words`]): elements are read again as words when
+    /// braces and quotes meet in them, for the substitutions each result runs.
+    fn element_braces(&self, cx: &mut Context, elements: &[u8]) {
+        if cx.refusal.is_some() || !may_hide_braces(elements) {
+            return;
+        }
+        if cx.budget < elements.len() {
+            give_up(cx);
+            return;
+        }
+        cx.budget -= elements.len();
+        let mut parser = Parser::new(elements, self.depth);
+        parser.substitutions = self.substitutions;
+        while let Some(byte) = parser.peek() {
+            match byte {
+                b' ' | b'\t' | b'\n' => parser.advance(1),
+                b'\\' if parser.peek_at(1) == Some(b'\n') => parser.advance(2),
+                b'#' => parser.skip_comment(),
+                _ => {
+                    let start = parser.pos;
+                    let _element = parser.lex_word(cx);
+                    if parser.pos == start {
+                        parser.advance(1);
+                        continue;
+                    }
+                    self.brace_words(cx, &elements[start..parser.pos]);
+                }
+            }
         }
     }
 }
