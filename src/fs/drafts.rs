@@ -318,7 +318,7 @@ impl Tree {
     /// a refusal that the decision will make. The check runs outside the lock.
     pub fn flush(&self, fh: u64) -> FsResult<()> {
         let (owner, version, text) = {
-            let state = self.state.lock();
+            let mut state = self.state.lock();
             let Some(super::state::Handle {
                 owner: Some(owner),
                 body: Body::Draft { write: true, .. },
@@ -327,12 +327,15 @@ impl Tree {
                 return Ok(());
             };
             let owner = *owner;
-            let Some(Entry::Draft(draft)) = state.entries.get(&owner) else {
+            let Some(draft) = state.draft_mut(owner) else {
                 return Ok(());
             };
             if !draft.writable() {
-                return match draft.stage {
-                    Stage::Refused { .. } => {
+                return match &mut draft.stage {
+                    Stage::Refused { flushed, .. } => {
+                        // A lookup under cmd/ now waits for the last close, as after
+                        // any close that follows the last write.
+                        *flushed = true;
                         Err(Error::new(libc::EPERM, "an earlier write was refused"))
                     }
                     _ => Ok(()),
@@ -729,7 +732,11 @@ impl Tree {
 /// A write was refused: the draft takes no more and is denied at its last close.
 fn refuse(draft: &mut Draft, refusal: Refusal) {
     let writers = draft.writers();
-    draft.stage = Stage::Refused { writers, refusal };
+    draft.stage = Stage::Refused {
+        writers,
+        refusal,
+        flushed: false,
+    };
 }
 
 /// Milliseconds since the epoch, as records store times.

@@ -190,6 +190,9 @@ impl Tree {
                             Stage::Deciding => return Ok(Lookup::Later(Later::Start)),
                             Stage::Writing {
                                 writers, flushed, ..
+                            }
+                            | Stage::Refused {
+                                writers, flushed, ..
                             } if writers > 0 && flushed => return Ok(Lookup::Later(Later::Close)),
                             _ => {}
                         }

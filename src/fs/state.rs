@@ -38,7 +38,12 @@ pub(super) enum Stage {
         passed: Option<u64>,
     },
     /// A write was refused; the last close turns it into a denied command.
-    Refused { writers: u32, refusal: Refusal },
+    Refused {
+        writers: u32,
+        refusal: Refusal,
+        /// A writer closed a descriptor since; the final RELEASE may follow.
+        flushed: bool,
+    },
     /// The last writer closed; the whole text is being checked outside the lock.
     Deciding,
     /// Accepted: it starts at `start_at`, or when something looks for it under `cmd/`.

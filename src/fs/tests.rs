@@ -536,6 +536,25 @@ fn an_empty_draft_stays_until_it_is_abandoned() {
 // ----- starting, and lookups that wait ----------------------------------------------
 
 #[test]
+fn a_lookup_racing_the_last_close_of_a_refused_draft_waits_for_it() {
+    let rig = Rig::new();
+    let fh = rig.create("x").expect("created");
+    assert_eq!(errno(rig.write(fh, 0, "sudo id\n")), libc::EPERM);
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
+    assert_eq!(errno(rig.tree.flush(fh)), libc::EPERM);
+    assert!(matches!(
+        rig.lookup(names::CMD, "x"),
+        Ok(Lookup::Later(Later::Close))
+    ));
+    rig.tree.release(fh);
+    let dir = rig.found(names::CMD, "x").expect("a denied command").ino;
+    assert_eq!(
+        rig.cat(rig.found(dir, "status").unwrap().ino).unwrap(),
+        Some("denied\n".into())
+    );
+}
+
+#[test]
 fn a_lookup_racing_the_last_close_waits_for_it() {
     let rig = Rig::new();
     let fh = rig.create("x").expect("created");
