@@ -37,6 +37,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 const TTL: Duration = Duration::ZERO;
+/// How long the kernel may keep the entry of a fixed name.
+const FIXED_ENTRY_TTL: Duration = Duration::from_secs(3600);
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
 /// How often the waker looks at deadlines and callers' signals, and the ticker at the
@@ -657,7 +659,15 @@ fn file_attr(attr: &Attr, (uid, gid): (u32, u32)) -> FileAttr {
 }
 
 fn reply_entry(reply: ReplyEntry, attr: &Attr, owner: (u32, u32)) {
-    reply.entry(&TTL, &file_attr(attr, owner), Generation(0));
+    // A fixed name (`ctl`, `cmd`, the pages) always means the same inode, so the kernel
+    // may keep the entry: every path through `ctl/` or `cmd/` then saves a lookup.
+    // Attributes are never kept, fixed or not.
+    let entry_ttl = if crate::fs::names::is_fixed(attr.ino) {
+        FIXED_ENTRY_TTL
+    } else {
+        TTL
+    };
+    reply.entry_with_ttls(&TTL, &entry_ttl, &file_attr(attr, owner), Generation(0));
 }
 
 fn open_flags(direct_io: bool, flush: bool) -> FopenFlags {

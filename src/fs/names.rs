@@ -77,6 +77,11 @@ pub enum Dynamic {
     File(u64, Slot),
 }
 
+/// Whether `ino` is of the fixed part of the tree, whose names never change.
+pub fn is_fixed(ino: u64) -> bool {
+    ino < DYNAMIC_BASE
+}
+
 pub fn entry_ino(id: u64) -> u64 {
     DYNAMIC_BASE + id * SLOTS
 }
@@ -126,6 +131,23 @@ pub fn check_name(name: &[u8]) -> Result<&str, BadName> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_fixed_part_of_the_tree_is_fixed() {
+        for ino in [ROOT_INDEX, CTL, CMD, CMD_INDEX, SKILL_MD, EVENTS] {
+            assert!(is_fixed(ino), "{ino}");
+        }
+        for id in [0, 1, 1 << 30] {
+            assert!(!is_fixed(entry_ino(id)), "{id}");
+            assert!(!is_fixed(file_ino(id, Slot::Wait)), "{id}");
+        }
+        // A command's stderr file resolves only until its exec: never kept either.
+        let stderr = (0..u64::MAX.ilog2())
+            .map(|bit| 1u64 << bit)
+            .find(|&ino| crate::fs::stderr::stderr_job(ino).is_some())
+            .expect("stderr files have inodes");
+        assert!(!is_fixed(stderr));
+    }
 
     #[test]
     fn names() {
