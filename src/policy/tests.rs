@@ -721,6 +721,31 @@ fn splitter_follows_bash_quirks() {
         simple_commands("x=\"`: \"'\";'{a,b}'`\" y"),
         vec![": '", "{a,b}", "y"]
     );
+    // Single quotes in arithmetic, in `${ }` and in an array subscript pair up but do not
+    // quote: the text inside them is expanded.
+    assert_eq!(simple_commands("(( '$(x)' ))"), vec!["x"]);
+    for text in [
+        "echo \"${v:-'$(x)'}\"",
+        "echo ${a['$(x)']}",
+        "a=(['$(x)']=1)",
+        // Names and values the shell expands again as subscripts.
+        "printf '-va[$(x)]' y",
+        "declare -n r='a[$(x)]'",
+        "declare -i 'r=a[$(x)]'",
+        "[[ 1 -eq 'a[$(x)]' ]]",
+        "a['a[$(x)]']=1",
+    ] {
+        assert!(
+            simple_commands(text).contains(&"x".to_owned()),
+            "{text}: {:?}",
+            simple_commands(text)
+        );
+    }
+    // A plain string is not read again.
+    assert_eq!(
+        simple_commands("declare r='a[$(x)]'"),
+        vec!["declare r=a[$(x)]"]
+    );
     // `coproc` with a simple command inside `$( )` runs `COPROC` in bash 5.2 (it reads
     // the substitution again from its own printing); both are listed.
     assert_eq!(

@@ -66,4 +66,17 @@ pub const FINDINGS: &[&str] = &[
     "echo x=\"`: \"'\";'{zap,}me'`\"; for v in \"`: \"'\";'zap{me,}'`\"; do :; done",
     "cat > \"`: \"'\";'z{a,}pme'`\"; x=(\"`: \"'\";'za{p,}me'`\")",
     "cmd\"${x:-\"'`'{zap,}me'`'\"}\"",
+    // Single quotes in arithmetic, in `${ }` and in an array subscript pair up but do not
+    // quote: bash expands the text inside them.
+    "(( '$(zapme)' ))",
+    "echo $(( 'a[$(zapme)]' )); for (( 'a[$(zapme)]'; 0; )); do :; done",
+    "a=(1); echo ${a['$(zapme)']} \"${x:-'$(zapme)'}\"",
+    "a=(['$(zapme)']=1)",
+    // Names and values expanded a second time as subscripts.
+    "printf '-va[$(zapme)]' x",
+    "declare -n r='a[$(zapme)]'; echo $r",
+    "declare -i 'x=a[$(zapme)]'; declare -a 'a=([$(zapme)]=1)'",
+    "[[ 1 -eq 'a[$(zapme)]' ]]",
+    "a['a[$(zapme)]']=1",
+    "x='$(zapme)'; printf -v 'a[${x@P}]' 1",
 ];

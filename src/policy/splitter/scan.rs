@@ -23,6 +23,10 @@ pub(super) struct Group {
     pub comments: bool,
     /// Whether the group sits inside double quotes (only passed on to `$`).
     pub in_quotes: bool,
+    /// Whether single quotes only pair up for finding the group's end, and the text
+    /// inside them is expanded all the same: arithmetic, and `${ }` (an array subscript
+    /// is arithmetic; `"${x:-'..'}"` keeps its quotes as text).
+    pub expands_single: bool,
 }
 
 impl Group {
@@ -34,6 +38,7 @@ impl Group {
             enter: false,
             comments: false,
             in_quotes: false,
+            expands_single: false,
         }
     }
 
@@ -45,6 +50,7 @@ impl Group {
             enter: true,
             comments: false,
             in_quotes,
+            expands_single: false,
         }
     }
 }
@@ -71,6 +77,9 @@ impl<'s> Parser<'s> {
         // Inside `${ }` a bare `{` does not nest: the first `}` closes it (`${x:-{a}`);
         // only a `${` of its own does.
         let braces = group.open == b'{';
+        // Inside the `[..]` that starts an array element (`x=([k]=v)`): a subscript, which
+        // is arithmetic for an indexed array.
+        let mut subscript = false;
         while let Some(byte) = self.peek() {
             if cx.refusal.is_some() {
                 // The text is refused whatever follows.
@@ -81,6 +90,11 @@ impl<'s> Parser<'s> {
             word_start = matches!(byte, b' ' | b'\t' | b'\n' | b'(' | b';' | b'|' | b'&');
             if group.comments {
                 self.array_syntax_error(cx, byte);
+                match byte {
+                    b'[' if starts_word => subscript = true,
+                    b']' => subscript = false,
+                    _ => {}
+                }
             }
             match byte {
                 b if b == group.close => {
@@ -112,6 +126,11 @@ impl<'s> Parser<'s> {
                 b'\'' => {
                     self.advance(1);
                     self.single_quoted(&mut scratch);
+                    let expands = group.expands_single || subscript;
+                    if expands && scratch.iter().any(|b| b"$`".contains(b)) {
+                        // bash expands it as if in double quotes (`(( '$(x)' ))` runs x).
+                        self.expand_as_double_quoted(cx, &scratch);
+                    }
                 }
                 b'"' if group.enter => {
                     self.advance(1);
@@ -212,7 +231,10 @@ impl<'s> Parser<'s> {
             return Arithmetic::Closed;
         }
         self.depth += 1;
-        let group = Group::entering(b'(', b')', true);
+        let group = Group {
+            expands_single: true,
+            ..Group::entering(b'(', b')', true)
+        };
         let ending = if !self.scan_group(cx, group) {
             Arithmetic::Unterminated
         } else if self.peek_at(1) == Some(b')') {
@@ -233,7 +255,10 @@ impl<'s> Parser<'s> {
             return;
         }
         self.depth += 1;
-        let group = Group::entering(b'{', b'}', in_quotes);
+        let group = Group {
+            expands_single: true,
+            ..Group::entering(b'{', b'}', in_quotes)
+        };
         if self.scan_group(cx, group) {
             self.advance(1);
         }

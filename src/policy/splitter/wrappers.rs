@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use super::lexer::is_plain;
-use super::{basename, is_assignment};
+use super::{basename, is_assignment, is_name};
 
 /// Shells: their `-c` string is split as shell text, and without a script operand they
 /// read their script from standard input.
@@ -717,25 +717,87 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
             .map(|pair| &pair[1])
             .collect()
     };
-    let names: Vec<&String> = match first.as_str() {
-        "printf" | "test" | "[" | "[[" => after("-v"),
-        "wait" => after("-p"),
-        "unset" | "read" | "declare" | "typeset" | "local" | "export" | "readonly" | "let" => {
-            args.iter().filter(|a| !a.starts_with('-')).collect()
-        }
+    // An option's value may also be attached (`printf -va[$(X)] x`).
+    let attached = |flag: &str| -> Vec<&str> {
+        args.iter()
+            .filter_map(|a| a.strip_prefix(flag).filter(|name| !name.is_empty()))
+            .collect()
+    };
+    let mut names: Vec<&str> = match first.as_str() {
+        "printf" | "test" | "[" | "[[" => after("-v").into_iter().map(String::as_str).collect(),
+        "wait" => after("-p").into_iter().map(String::as_str).collect(),
+        "unset" | "read" | "declare" | "typeset" | "local" | "export" | "readonly" | "let" => args
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .map(String::as_str)
+            .collect(),
         _ => Vec::new(),
     };
+    match first.as_str() {
+        "printf" => names.extend(attached("-v")),
+        "wait" => names.extend(attached("-p")),
+        _ => {}
+    }
     for name in names {
         let name = match first.as_str() {
-            "let" => name.as_str(),
+            "let" => name,
             _ => name.split('=').next().unwrap_or(""),
         };
         let subscript = first == "let" || name.contains('[');
-        if subscript && (name.contains("$(") || name.contains('`')) {
+        if subscript && expands_again(name) {
             expand.push(name.to_owned());
         }
     }
+    // Values expanded again as subscripts: a nameref's (`declare -n r='a[$(X)]'`), an
+    // integer's arithmetic (`declare -i`), a compound assignment given as a string
+    // (`declare -a 'a=([$(X)]=1)'`), and the arithmetic operands of `[[ ]]`.
+    match first.as_str() {
+        "declare" | "typeset" | "local" | "export" | "readonly" => {
+            let options: String = args
+                .iter()
+                .filter(|a| a.starts_with(['-', '+']))
+                .map(|a| &a[1..])
+                .collect();
+            for arg in args.iter().filter(|a| !a.starts_with(['-', '+'])) {
+                if let Some((_, value)) = arg.split_once('=') {
+                    let reread = options.contains(['n', 'i']) || value.starts_with('(');
+                    if reread && value.contains('[') && expands_again(value) {
+                        expand.push(value.to_owned());
+                    }
+                }
+            }
+        }
+        "[[" => {
+            for pair in args.windows(3) {
+                if ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"].contains(&pair[1].as_str()) {
+                    for operand in [&pair[0], &pair[2]] {
+                        if operand.contains('[') && expands_again(operand) {
+                            expand.push(operand.clone());
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    // An assignment to an array element whose subscript is quoted, which the parser left
+    // as the command's first word (`a['a[$(X)]']=1`).
+    if let Some((target, _)) = first.split_once('=') {
+        let target = target.strip_suffix('+').unwrap_or(target);
+        let named = target
+            .split_once('[')
+            .is_some_and(|(name, _)| is_name(name.as_bytes()));
+        if named && target.ends_with(']') && expands_again(target) {
+            expand.push(target.to_owned());
+        }
+    }
     (run, expand)
+}
+
+/// Whether a string the shell expands a second time holds something that runs there: a
+/// substitution or a `${ }`.
+fn expands_again(text: &str) -> bool {
+    text.contains("$(") || text.contains('`') || text.contains("${")
 }
 
 /// The assignments whose value the shell runs or expands later: prompts (`PS4` with
