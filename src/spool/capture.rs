@@ -292,17 +292,18 @@ impl Capture {
 
     fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), String> {
         if self.files.is_none() {
-            // The command and its record follow the directory at once: a crash must not
-            // find output without them for longer than the worker takes to write them.
-            self.spool.write_first_now(&self.store);
             let dir = self.store.dir();
-            std::fs::DirBuilder::new()
+            let opened = std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .and_then(|()| Files::open(dir, true))
-                .map(|files| self.files = Some(files))
-                .map_err(|e| write_failure(&e))?;
+                .and_then(|()| Files::open(dir, true));
+            // The command and its record follow the directory at once: a crash must not
+            // find output without them for longer than the worker takes to write them.
+            // Asked for only now, so the worker's creates in the directory do not
+            // contend with these for its lock while the command's first bytes wait.
+            self.spool.write_first_now(&self.store);
+            self.files = Some(opened.map_err(|e| write_failure(&e))?);
         }
         let len = bytes.len() as u64;
         let counts = *self.counts_mut(stream);
