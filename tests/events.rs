@@ -71,6 +71,25 @@ fn events_list_every_command_then_stream_each_change() {
 }
 
 #[test]
+fn a_paused_command_continued_by_its_time_limit_shows_at_once() {
+    // A long grace: without news of the time limit, nothing would show before the KILL.
+    let mount = Mount::with_args(&["--wait-timeout", "20s", "--kill-grace", "60s"]);
+    let lines = reader(&mount);
+    std::fs::write(
+        mount.p("ctl/t"),
+        "#terminalfs timeout=2s\ntrap '' TERM; while :; do sleep 0.1; done",
+    )
+    .unwrap();
+    next(&lines, "t running");
+    mount.ok("echo STOP > $M/cmd/t/kill");
+    next(&lines, "t paused");
+    // The time limit continues it to hear its TERM, which it ignores.
+    next(&lines, "t running");
+    mount.ok("echo KILL > $M/cmd/t/kill");
+    next(&lines, "t error 137");
+}
+
+#[test]
 fn the_skill_idiom_waits_for_the_first_of_several_past_the_wait_timeout() {
     let mount = Mount::with_args(&["--wait-timeout", "1s"]);
     let started = Instant::now();

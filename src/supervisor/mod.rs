@@ -252,7 +252,7 @@ impl Supervisor {
             None => (None, None, "the driver"),
         };
         let pump = Pump::start(notify.clone(), live.clone(), registry.clone(), events)?;
-        let timer = Timer::start();
+        let timer = Timer::start(notify.clone());
         let writable = Writable::start(notify.clone())?;
         let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
             None => (None, "process groups".to_string(), 0),

@@ -2,6 +2,7 @@
 //! per-command time limits. One thread sleeps until the earliest deadline.
 
 use crate::supervisor::job::Job;
+use crate::supervisor::{News, Notify};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Weak};
@@ -54,12 +55,13 @@ pub struct Timer {
 }
 
 impl Timer {
-    pub fn start() -> Timer {
+    /// Starts the timer thread; `notify` hears of each job its time limit stops.
+    pub fn start(notify: Notify) -> Timer {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let resend = sender.clone();
         let thread = std::thread::Builder::new()
             .name("tfs-timer".into())
-            .spawn(move || run(receiver, resend))
+            .spawn(move || run(receiver, resend, notify))
             .expect("the timer thread can be spawned at start-up");
         Timer {
             sender,
@@ -79,7 +81,7 @@ impl Timer {
     }
 }
 
-fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
+fn run(receiver: Receiver<Message>, resend: Sender<Message>, notify: Notify) {
     let mut heap = BinaryHeap::new();
     let mut seq = 0u64;
     loop {
@@ -124,7 +126,9 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>) {
                     };
                     if job.time_out(limit) {
                         // The caller's Kill path is reproduced here without the
-                        // supervisor: TERM now (sent), KILL after the job's grace.
+                        // supervisor: TERM now (sent), KILL after the job's grace, and
+                        // news of the change (a paused job runs again to hear its TERM).
+                        notify(job.id(), News::State);
                         let grace = job.kill_grace();
                         let _ = resend.send(Message::Schedule(now + grace, TimerAction::Kill(job)));
                     }
