@@ -728,6 +728,7 @@ fn splitter_follows_bash_quirks() {
         "echo \"${v:-'$(x)'}\"",
         "echo ${a['$(x)']}",
         "a=(['$(x)']=1)",
+        "echo $[ '$(x)' ]",
         // Names and values the shell expands again as subscripts.
         "printf '-va[$(x)]' y",
         "declare -n r='a[$(x)]'",
@@ -746,6 +747,11 @@ fn splitter_follows_bash_quirks() {
         simple_commands("declare r='a[$(x)]'"),
         vec!["declare r=a[$(x)]"]
     );
+    // An unquoted known value is split into words; a quoted one is not.
+    assert_eq!(simple_commands("${1:-nohup x} y"), vec!["nohup x y", "x y"]);
+    assert_eq!(simple_commands("\"a b\"${1:-c d}"), vec!["a bc d"]);
+    assert_eq!(simple_commands("echo \"${1:-a  b}\""), vec!["echo a  b"]);
+    assert_eq!(simple_commands("$1 x"), vec!["x"]);
     // `coproc` with a simple command inside `$( )` runs `COPROC` in bash 5.2 (it reads
     // the substitution again from its own printing); both are listed.
     assert_eq!(

@@ -72,6 +72,7 @@ pub const FINDINGS: &[&str] = &[
     "echo $(( 'a[$(zapme)]' )); for (( 'a[$(zapme)]'; 0; )); do :; done",
     "a=(1); echo ${a['$(zapme)']} \"${x:-'$(zapme)'}\"",
     "a=(['$(zapme)']=1)",
+    "echo $[ '$(zapme)' ]",
     // Names and values expanded a second time as subscripts.
     "printf '-va[$(zapme)]' x",
     "declare -n r='a[$(zapme)]'; echo $r",
@@ -79,4 +80,8 @@ pub const FINDINGS: &[&str] = &[
     "[[ 1 -eq 'a[$(zapme)]' ]]",
     "a['a[$(zapme)]']=1",
     "x='$(zapme)'; printf -v 'a[${x@P}]' 1",
+    // The value of an unquoted known parameter is split into words: a wrapper in it runs
+    // the next word.
+    "${1:-eval zapme}",
+    "${1:-nohup zapme} x; ${x:-nohup zapme}",
 ];

@@ -561,6 +561,10 @@ impl<'s> Parser<'s> {
             target.text.remove(0);
             target.assignment = false;
             target.alternative = None;
+            target.alternative_fields.clear();
+            for field in &mut target.fields {
+                *field = (field.0.saturating_sub(1), field.1.saturating_sub(1));
+            }
             self.word(st, target);
         }
     }
@@ -634,9 +638,22 @@ impl<'s> Parser<'s> {
         };
         if let Some(alternative) = &first.alternative {
             // `${x:-zapme} args`: the command the default names, when `x` is unset.
-            let mut texts = vec![String::from_utf8_lossy(alternative).into_owned()];
-            texts.extend(words[1..].iter().map(|w| lossy(&w.text)));
+            let mut texts: Vec<String> = split_fields(alternative, &first.alternative_fields)
+                .iter()
+                .map(|t| lossy(t))
+                .collect();
+            for word in &words[1..] {
+                texts.extend(
+                    split_fields(&word.text, &word.fields)
+                        .iter()
+                        .map(|t| lossy(t)),
+                );
+            }
             emit_texts(cx, &texts, self.depth, None, stdin, &Names::default());
+        }
+        // The values of unquoted expansions are split into words at blanks.
+        if words.iter().any(|w| !w.fields.is_empty()) {
+            words = words.into_iter().flat_map(split_word).collect();
         }
         // Which words brace expansion applies to, and whether an empty result is kept (an
         // unquoted empty word is no word at all: `{a,}` is just `a`).
@@ -723,12 +740,75 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
         let flags = [word.assignment, word.brace, word.glob, word.dynamic];
         field(&flags.map(u8::from));
         field(&word.text);
+        for &(start, end) in word.fields.iter().chain(&word.alternative_fields) {
+            field(&start.to_le_bytes());
+            field(&end.to_le_bytes());
+        }
         match &word.alternative {
             Some(alternative) => field(alternative),
             None => field(b"-"),
         }
     }
     true
+}
+
+/// The words bash makes of `text` by splitting it at the blanks that lie in `fields`
+/// (the values of unquoted expansions, in order); empty words go.
+fn split_fields(text: &[u8], fields: &[(usize, usize)]) -> Vec<Vec<u8>> {
+    if fields.is_empty() {
+        return vec![text.to_vec()];
+    }
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    let mut field = 0;
+    for (at, &byte) in text.iter().enumerate() {
+        while field < fields.len() && fields[field].1 <= at {
+            field += 1;
+        }
+        let inside = fields.get(field).is_some_and(|&(start, _)| start <= at);
+        if inside && matches!(byte, b' ' | b'\t' | b'\n') {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+        } else {
+            current.push(byte);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A word split at the blanks of its expanded values (see [`split_fields`]); a quoted word
+/// left empty stays one empty word.
+fn split_word(word: Word) -> Vec<Word> {
+    let mut pieces = split_fields(&word.text, &word.fields);
+    if pieces.is_empty() && word.quoted {
+        pieces.push(Vec::new());
+    }
+    let count = pieces.len();
+    let mut alternative = word.alternative;
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(index, text)| Word {
+            text,
+            alternative: if index + 1 == count {
+                alternative.take()
+            } else {
+                None
+            },
+            ..Word {
+                quoted: word.quoted,
+                expanded: word.expanded,
+                brace: word.brace,
+                glob: word.glob,
+                dynamic: word.dynamic,
+                ..Word::default()
+            }
+        })
+        .collect()
 }
 
 /// Whether a word written so expands to no word when the script has no arguments.

@@ -269,7 +269,10 @@ impl<'s> Parser<'s> {
                 b'$' => match self.dollar(cx, &mut word.text, false) {
                     Dollar::Literal => {}
                     Dollar::Variable => word.dynamic = true,
-                    Dollar::Known => word.expanded = true,
+                    Dollar::Known => {
+                        word.expanded = true;
+                        word.fields.push((before, word.text.len()));
+                    }
                     Dollar::Expanded => {
                         word.expanded = true;
                         word.dynamic = true;
@@ -336,7 +339,12 @@ impl<'s> Parser<'s> {
                     let alternative = word
                         .alternative
                         .get_or_insert_with(|| word.text[..before].to_vec());
+                    let start = alternative.len();
                     alternative.extend_from_slice(&default);
+                    if byte == b'$' {
+                        // Unquoted: its word is split at blanks.
+                        word.alternative_fields.push((start, alternative.len()));
+                    }
                 }
                 None => {
                     if let Some(alternative) = &mut word.alternative {
@@ -517,6 +525,13 @@ impl<'s> Parser<'s> {
                 }
                 self.command_substitution(cx);
                 self.push_placeholder(buf, start, b"$(...)");
+                Dollar::Expanded
+            }
+            Some(b'[') => {
+                // `$[ expr ]`, the old spelling of `$(( expr ))`.
+                self.advance(2);
+                self.old_arithmetic(cx);
+                buf.extend_from_slice(b"$[...]");
                 Dollar::Expanded
             }
             Some(b'{') => {

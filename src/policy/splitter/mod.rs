@@ -202,6 +202,11 @@ struct Word {
     /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
     /// is when the variable is unset. None when it holds no such default.
     alternative: Option<Vec<u8>>,
+    /// Where in `text` the values of unquoted expansions stand (a known parameter's), in
+    /// order: bash splits them into words at blanks (`${1:-nohup x}` is two words).
+    fields: Vec<(usize, usize)>,
+    /// The same for `alternative` (the word of an unquoted `${x:-word}`).
+    alternative_fields: Vec<(usize, usize)>,
 }
 
 impl Word {

@@ -221,6 +221,12 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// Reads an arithmetic expression after `$[` up to its `]`, entering substitutions in
+    /// it.
+    pub(super) fn old_arithmetic(&mut self, cx: &mut Context) {
+        self.expanding_group(cx, b'[', b']', true);
+    }
+
     /// Reads an arithmetic expression after `((`, entering substitutions in it.
     pub(super) fn arithmetic(&mut self, cx: &mut Context) -> Arithmetic {
         if self.depth + 1 >= MAX_DEPTH {
@@ -250,6 +256,12 @@ impl<'s> Parser<'s> {
     /// Reads `${ ... }` after its `${`, entering substitutions in it. Single quotes inside
     /// it pair up even within double quotes, as they do for bash when it looks for the `}`.
     pub(super) fn braced_parameter(&mut self, cx: &mut Context, in_quotes: bool) {
+        self.expanding_group(cx, b'{', b'}', in_quotes);
+    }
+
+    /// Reads a group after its opening byte and past its closing one, one level deeper,
+    /// entering substitutions, the text in single quotes too.
+    fn expanding_group(&mut self, cx: &mut Context, open: u8, close: u8, in_quotes: bool) {
         if self.depth + 1 >= MAX_DEPTH {
             self.give_up(cx);
             return;
@@ -257,7 +269,7 @@ impl<'s> Parser<'s> {
         self.depth += 1;
         let group = Group {
             expands_single: true,
-            ..Group::entering(b'{', b'}', in_quotes)
+            ..Group::entering(open, close, in_quotes)
         };
         if self.scan_group(cx, group) {
             self.advance(1);
