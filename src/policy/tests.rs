@@ -747,6 +747,16 @@ fn splitter_follows_bash_quirks() {
         simple_commands("declare r='a[$(x)]'"),
         vec!["declare r=a[$(x)]"]
     );
+    // Inside `$( )` a heredoc ends at a line starting with its delimiter and holding a
+    // `)`; a `$((` that is not arithmetic is cut by matching parentheses.
+    assert_eq!(
+        simple_commands("echo $(cat <<E\nbody\nE)\nx"),
+        vec!["cat", "echo $(...)", "x"]
+    );
+    assert_eq!(
+        simple_commands("echo $((cat) <<E\n)\nx\nE"),
+        vec!["cat", "echo $(...)", "x", "E"]
+    );
     // An unquoted known value is split into words; a quoted one is not.
     assert_eq!(simple_commands("${1:-nohup x} y"), vec!["nohup x y", "x y"]);
     assert_eq!(simple_commands("\"a b\"${1:-c d}"), vec!["a bc d"]);

@@ -84,4 +84,11 @@ pub const FINDINGS: &[&str] = &[
     // the next word.
     "${1:-eval zapme}",
     "${1:-nohup zapme} x; ${x:-nohup zapme}",
+    // Inside `$( )` a heredoc body ends at a line that starts with the delimiter and holds
+    // a `)`; what follows the delimiter is read as commands.
+    "echo $(cat <<E\nbody\nE)\nzapme",
+    "echo $(cat <<E\nbody\nEzapme) ]]\n); zapme",
+    // A `$((` that is not arithmetic is cut at its matching `)` without reading heredocs.
+    "echo $((cat) <<E\n)\nzapme\nE",
+    "( echo $((<<'E'\n zapme $1 ) && rm -rf / $'a\\0b' \"'\")\n</dev/null cat <<E${x} && ls\nid -- \"'\"\nls \"'\"\nE${x}\ngit push \"'\" -- && /usr/bin/zapme {a,b} a ) & X=1 $'zapme' -- a >/dev/null; while sudo id; do X=1 <<<x git push -- <<<x; break; done",
 ];

@@ -99,15 +99,24 @@ impl<'s> Parser<'s> {
                     None => self.src.len(),
                 };
                 let line = &self.src[line_start..line_end];
-                let line = if heredoc.strip_tabs {
-                    let tabs = line.iter().take_while(|&&b| b == b'\t').count();
-                    &line[tabs..]
+                let tabs = if heredoc.strip_tabs {
+                    line.iter().take_while(|&&b| b == b'\t').count()
                 } else {
-                    line
+                    0
                 };
+                let line = &line[tabs..];
                 self.pos = (line_end + 1).min(self.src.len());
                 if line == heredoc.delimiter.as_slice() {
                     body_end = line_start;
+                    break;
+                }
+                let rest = line.strip_prefix(heredoc.delimiter.as_slice());
+                if self.substitutions > 0 && rest.is_some_and(|r| r.contains(&b')')) {
+                    // Inside `$( )` bash ends the body at a line that starts with the
+                    // delimiter and holds a `)`, and reads on right after the delimiter
+                    // (`E)` closes the substitution; `Ex)` runs `x`).
+                    body_end = line_start;
+                    self.pos = line_start + tabs + heredoc.delimiter.len();
                     break;
                 }
             }
@@ -512,7 +521,9 @@ impl<'s> Parser<'s> {
                         buf.extend_from_slice(b"$((...))");
                         return Dollar::Expanded;
                     }
-                    // Not arithmetic after all: `$( (subshell) )`.
+                    // Not arithmetic after all: `$( (subshell) )`, whose text bash takes by
+                    // matching parentheses (quotes paired, heredocs not read) and parses
+                    // when it runs it.
                     let scanned = self.pos.saturating_sub(start);
                     if cx.budget < scanned {
                         self.give_up(cx);
@@ -520,6 +531,14 @@ impl<'s> Parser<'s> {
                     }
                     cx.budget -= scanned;
                     self.pos = start + 2;
+                    let closed = self.scan_group(cx, Group::skip(b'(', b')'));
+                    let text = &self.src[start + 2..self.pos];
+                    if closed {
+                        self.advance(1);
+                    }
+                    sub_parse(cx, text, self.depth + 1);
+                    self.push_placeholder(buf, start, b"$(...)");
+                    return Dollar::Expanded;
                 } else {
                     self.advance(2);
                 }
