@@ -109,7 +109,8 @@ unsafe fn clone3_with_entry(
         "ud2",
         "2:",
         inlateout("rax") libc::SYS_clone3 => result,
-        in("rdi") args as *const CloneArgs,
+        // The child's path sets rdi; the parent's never does, but say so anyway.
+        inlateout("rdi") args as *const CloneArgs => _,
         in("rsi") std::mem::size_of::<CloneArgs>(),
         in("r12") arg,
         in("r13") entry,
