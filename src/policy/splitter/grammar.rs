@@ -561,9 +561,11 @@ impl<'s> Parser<'s> {
             target.text.remove(0);
             target.assignment = false;
             target.alternative = None;
-            target.alternative_fields.clear();
-            for field in &mut target.fields {
-                *field = (field.0.saturating_sub(1), field.1.saturating_sub(1));
+            if let Some(fields) = &mut target.fields {
+                fields.alternative.clear();
+                for field in &mut fields.text {
+                    *field = (field.0.saturating_sub(1), field.1.saturating_sub(1));
+                }
             }
             self.word(st, target);
         }
@@ -638,13 +640,13 @@ impl<'s> Parser<'s> {
         };
         if let Some(alternative) = &first.alternative {
             // `${x:-zapme} args`: the command the default names, when `x` is unset.
-            let mut texts: Vec<String> = split_fields(alternative, &first.alternative_fields)
+            let mut texts: Vec<String> = split_fields(alternative, first.alternative_fields())
                 .iter()
                 .map(|t| lossy(t))
                 .collect();
             for word in &words[1..] {
                 texts.extend(
-                    split_fields(&word.text, &word.fields)
+                    split_fields(&word.text, word.fields())
                         .iter()
                         .map(|t| lossy(t)),
                 );
@@ -652,7 +654,7 @@ impl<'s> Parser<'s> {
             emit_texts(cx, &texts, self.depth, None, stdin, &Names::default());
         }
         // The values of unquoted expansions are split into words at blanks.
-        if words.iter().any(|w| !w.fields.is_empty()) {
+        if words.iter().any(|w| !w.fields().is_empty()) {
             words = words.into_iter().flat_map(split_word).collect();
         }
         // Which words brace expansion applies to, and whether an empty result is kept (an
@@ -740,7 +742,7 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
         let flags = [word.assignment, word.brace, word.glob, word.dynamic];
         field(&flags.map(u8::from));
         field(&word.text);
-        for &(start, end) in word.fields.iter().chain(&word.alternative_fields) {
+        for &(start, end) in word.fields().iter().chain(word.alternative_fields()) {
             field(&start.to_le_bytes());
             field(&end.to_le_bytes());
         }
@@ -783,7 +785,7 @@ fn split_fields(text: &[u8], fields: &[(usize, usize)]) -> Vec<Vec<u8>> {
 /// A word split at the blanks of its expanded values (see [`split_fields`]); a quoted word
 /// left empty stays one empty word.
 fn split_word(word: Word) -> Vec<Word> {
-    let mut pieces = split_fields(&word.text, &word.fields);
+    let mut pieces = split_fields(&word.text, word.fields());
     if pieces.is_empty() && word.quoted {
         pieces.push(Vec::new());
     }

@@ -280,7 +280,8 @@ impl<'s> Parser<'s> {
                     Dollar::Variable => word.dynamic = true,
                     Dollar::Known => {
                         word.expanded = true;
-                        word.fields.push((before, word.text.len()));
+                        let end = word.text.len();
+                        word.fields_mut().text.push((before, end));
                     }
                     Dollar::Expanded => {
                         word.expanded = true;
@@ -350,9 +351,10 @@ impl<'s> Parser<'s> {
                         .get_or_insert_with(|| word.text[..before].to_vec());
                     let start = alternative.len();
                     alternative.extend_from_slice(&default);
+                    let end = alternative.len();
                     if byte == b'$' {
                         // Unquoted: its word is split at blanks.
-                        word.alternative_fields.push((start, alternative.len()));
+                        word.fields_mut().alternative.push((start, end));
                     }
                 }
                 None => {

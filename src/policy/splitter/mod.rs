@@ -202,14 +202,34 @@ struct Word {
     /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
     /// is when the variable is unset. None when it holds no such default.
     alternative: Option<Vec<u8>>,
-    /// Where in `text` the values of unquoted expansions stand (a known parameter's), in
-    /// order: bash splits them into words at blanks (`${1:-nohup x}` is two words).
-    fields: Vec<(usize, usize)>,
-    /// The same for `alternative` (the word of an unquoted `${x:-word}`).
-    alternative_fields: Vec<(usize, usize)>,
+    /// Where the values of unquoted expansions stand, which bash splits into words at
+    /// blanks; None when there is none (boxed: most words have none, and a word is small).
+    fields: Option<Box<Fields>>,
+}
+
+/// Where in a word the values of unquoted expansions (a known parameter's) stand, in order:
+/// bash splits them into words at blanks (`${1:-nohup x}` is two words).
+#[derive(Default)]
+struct Fields {
+    /// In the word's `text`.
+    text: Vec<(usize, usize)>,
+    /// In its `alternative` (the word of an unquoted `${x:-word}`).
+    alternative: Vec<(usize, usize)>,
 }
 
 impl Word {
+    fn fields(&self) -> &[(usize, usize)] {
+        self.fields.as_ref().map_or(&[], |f| &f.text)
+    }
+
+    fn alternative_fields(&self) -> &[(usize, usize)] {
+        self.fields.as_ref().map_or(&[], |f| &f.alternative)
+    }
+
+    fn fields_mut(&mut self) -> &mut Fields {
+        self.fields.get_or_insert_with(Box::default)
+    }
+
     fn plain(&self) -> bool {
         !self.quoted && !self.expanded
     }
