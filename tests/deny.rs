@@ -181,13 +181,7 @@ fn rules_reload_while_running_and_bad_edits_keep_them() {
         )) == Some(libc::EPERM)
     }));
     // The log line may come after the rules are in force: the test reads it from a pipe.
-    assert!(
-        wait_until(Duration::from_secs(10), || mount
-            .log()
-            .contains("settings reloaded")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("settings reloaded");
     assert_eq!(
         mount.run("sudo-ok", "sudo -n true 2>/dev/null; true"),
         "completed\n"
@@ -195,23 +189,11 @@ fn rules_reload_while_running_and_bad_edits_keep_them() {
 
     // A broken edit keeps the rules and says why in the log.
     std::fs::write(&mount.settings, "{ not json").unwrap();
-    assert!(
-        wait_until(Duration::from_secs(10), || mount
-            .log()
-            .contains("keeping the 1 rules in force")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("keeping the 1 rules in force");
     refused(&mount, "still", "echo still denied");
     // A deleted file keeps them too.
     std::fs::remove_file(&mount.settings).unwrap();
-    assert!(
-        wait_until(Duration::from_secs(10), || mount
-            .log()
-            .contains("cannot be read")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("cannot be read");
     refused(&mount, "still2", "echo still denied");
     // A file that comes back is picked up.
     std::fs::write(&mount.settings, "{}").unwrap();
@@ -403,13 +385,7 @@ fn a_bare_word_is_named_in_a_warning_at_start_and_on_reload() {
         settings: r#"{"permissions": {"deny": ["sudo", "Bash(zapme:*)"]}}"#,
         ..Options::default()
     });
-    assert!(
-        wait_until(Duration::from_secs(10), || mount
-            .log()
-            .contains("'sudo', which names no tool")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("'sudo', which names no tool");
     let index = mount.read("index.md");
     assert!(index.contains("- `deny: sudo`\n"), "{index}");
     std::fs::write(
@@ -417,13 +393,7 @@ fn a_bare_word_is_named_in_a_warning_at_start_and_on_reload() {
         r#"{"permissions": {"deny": ["reboot", "Bash(zapme:*)"]}}"#,
     )
     .expect("edit settings");
-    assert!(
-        wait_until(Duration::from_secs(10), || mount
-            .log()
-            .contains("'reboot', which names no tool")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("'reboot', which names no tool");
 }
 
 #[test]

@@ -134,13 +134,7 @@ fn a_read_prompt_is_answered() {
     assert!(!mount.p("cmd/ask/stdin").exists());
     let late = errno_of(append(&mount.p("cmd/ask/stdin"), b"late\n"));
     assert_eq!(late, libc::EPIPE);
-    assert!(
-        wait_until(PATIENCE, || mount
-            .log()
-            .contains("cmd/ask/stdin: nothing reads")),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log("cmd/ask/stdin: nothing reads");
 }
 
 #[test]
@@ -604,9 +598,7 @@ fn bad_input_gets_a_clear_errno_and_nothing_half_sent() {
         errno_of(append(&keys_path, b"'sent' Enter Bogus Enter")),
         libc::EINVAL
     );
-    assert!(wait_until(PATIENCE, || mount
-        .log()
-        .contains("cmd/cat/keys: unknown key name 'Bogus'")));
+    mount.wait_for_log("cmd/cat/keys: unknown key name 'Bogus'");
     let mebibyte = vec![b'a'; 1 << 20];
     assert_eq!(errno_of(append(&keys_path, &mebibyte)), libc::EFBIG);
     // A terminal is not closed by removing stdin.

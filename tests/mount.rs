@@ -326,11 +326,7 @@ fn verbose_logs_each_failed_operation_once_with_its_reason() {
     let refused = std::fs::write(mount.p("ctl/bad name"), "true").unwrap_err();
     assert_eq!(refused.raw_os_error(), Some(libc::EINVAL));
     let line = "create 3/\"bad name\": a command name is 1 to 64 of";
-    assert!(
-        wait_until(Duration::from_secs(10), || mount.log().contains(line)),
-        "{}",
-        mount.log()
-    );
+    mount.wait_for_log(line);
     let log = mount.log();
     assert_eq!(log.matches("create 3/\"bad name\"").count(), 1, "{log}");
     assert!(

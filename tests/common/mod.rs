@@ -178,6 +178,15 @@ impl Mount {
         self.log.lock().unwrap().clone()
     }
 
+    /// Waits until the driver's log holds `text`; fails with the whole log if it never does.
+    pub fn wait_for_log(&self, text: &str) {
+        assert!(
+            wait_until(Duration::from_secs(30), || self.log().contains(text)),
+            "no {text:?} in the log:\n{}",
+            self.log()
+        );
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("the driver runs").id()
     }
