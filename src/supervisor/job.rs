@@ -918,18 +918,15 @@ mod tests {
         .expect("the spool opens")
     }
 
+    /// A job named `name` that has not started: no cgroup, no input.
+    fn new_job(spool: &Arc<Spool>, id: u64, name: &str, grace: Duration) -> Job {
+        let capture = spool.capture(name, b"true");
+        Job::new(id, capture, grace, None, String::new(), None, None)
+    }
+
     /// A job whose shell runs as `pid`.
     fn running_job(spool: &Arc<Spool>, pid: i32) -> Job {
-        let capture = spool.capture("job", b"true");
-        let job = Job::new(
-            1,
-            capture,
-            Duration::from_secs(1),
-            None,
-            String::new(),
-            None,
-            None,
-        );
+        let job = new_job(spool, 1, "job", Duration::from_secs(1));
         job.mark_started(pid, SystemTime::now(), Instant::now());
         job
     }
@@ -1070,15 +1067,7 @@ mod tests {
             reap(&job, child);
             job
         };
-        let never = Job::new(
-            3,
-            spool.capture("never", b"true"),
-            Duration::ZERO,
-            None,
-            String::new(),
-            None,
-            None,
-        );
+        let never = new_job(&spool, 3, "never", Duration::ZERO);
         never.mark_failed_to_start("terminalfs: cannot make pipes: no room\n");
         let child = stand_in();
         let lost = running_job(&spool, child.pid());
@@ -1123,15 +1112,7 @@ mod tests {
     fn a_record_whose_terminal_is_out_of_bounds_is_refused() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let spool = spool_in(&dir.path().join("spool"));
-        let job = Job::new(
-            1,
-            spool.capture("drawn", b"true"),
-            Duration::ZERO,
-            None,
-            String::new(),
-            None,
-            None,
-        );
+        let job = new_job(&spool, 1, "drawn", Duration::ZERO);
         // Still running when saved: a restart draws its screen again from its output.
         let mut record = job.record(&job.state.lock());
         let restore = |record: &Value| {
