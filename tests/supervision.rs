@@ -213,7 +213,7 @@ fn each_command_runs_in_a_cgroup_of_its_own() {
     let driver_cgroup = cgroup_of(driver).unwrap();
     assert!(driver_cgroup != dir && driver_cgroup != two);
 
-    // Removing the command stops everything in its cgroup, then the cgroup goes.
+    // Removing the command stops everything in its cgroup, which is left empty.
     mount.ok("rm -r \"$M/cmd/one\"");
     assert!(
         gone_within(escaped, Duration::from_secs(10)),
@@ -221,15 +221,37 @@ fn each_command_runs_in_a_cgroup_of_its_own() {
         proc_stat(escaped)
     );
     assert!(gone_within(shell, Duration::from_secs(10)));
+    let empty = |dir: &Path| {
+        std::fs::read_to_string(dir.join("cgroup.procs")).map_or(true, |p| p.trim().is_empty())
+    };
     assert!(
-        wait_until(Duration::from_secs(10), || !dir.exists()),
-        "{} is left",
+        wait_until(Duration::from_secs(10), || empty(&dir)),
+        "{} still holds processes",
         dir.display()
     );
-    // A command that finishes by itself has its cgroup removed too.
+    // A command that has ended lets go of its cgroup by the time `wait` says so, and
+    // the next command is given it: a kill written to the one that ended must not
+    // reach the one that has its cgroup now.
     assert_eq!(mount.run("three", "true"), "completed\n");
     let three = cgroup_in(result(&mount, "three"));
-    assert!(wait_until(Duration::from_secs(10), || !three.exists()));
+    std::fs::write(mount.p("ctl/four"), "sleep 300").unwrap();
+    let four_shell = shell_pid(&mount, "four");
+    reaper.watch(four_shell);
+    assert_eq!(
+        cgroup_in(result(&mount, "four")),
+        three,
+        "the cgroup is used again"
+    );
+    assert_eq!(cgroup_of(four_shell).as_ref(), Some(&three));
+    mount.ok("echo KILL > \"$M/cmd/three/kill\"");
+    assert_eq!(mount.read("cmd/four/status"), "running\n");
+    assert!(process_alive(four_shell));
+    // Empty cgroups kept for later commands stay few.
+    let kept = std::fs::read_dir(&parent)
+        .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().file_type().unwrap().is_dir())
+        .count();
+    assert!(kept <= 4, "{kept} cgroups below {}", parent.display());
     // Shutdown stops the rest and removes the driver's cgroup directory.
     assert!(parent.is_dir());
     assert!(mount.stop().success());
@@ -721,18 +743,13 @@ fn a_missing_shell_fails_the_command_at_once() {
     assert_eq!(nope["status"], "error");
     assert!(nope["reason"].as_str().unwrap().contains("/nonexistent"));
     assert!(!mount.p("cmd/nope/kill").exists());
-    // Nothing is left of it: the cgroup made for it does not stay behind.
-    let containment = nope["containment"].as_str().unwrap();
-    if cgroups_required(mount.pid() as i32, &mount.path).is_some() {
-        let dir = containment
-            .strip_prefix("cgroup ")
-            .unwrap_or_else(|| panic!("containment is {containment:?}"));
-        assert!(
-            wait_until(Duration::from_secs(5), || !Path::new(dir).exists()),
-            "{dir} is left"
-        );
-    }
+    // Nothing is left of it: the cgroup it was given is free for the next command.
     mount.ok("echo x > \"$M/ctl/again\"; cat \"$M/cmd/again/wait\" >/dev/null");
+    if cgroups_required(mount.pid() as i32, &mount.path).is_some() {
+        let containment = nope["containment"].as_str().unwrap();
+        assert!(containment.starts_with("cgroup "), "{containment}");
+        assert_eq!(result(&mount, "again")["containment"], containment);
+    }
     let stopping = Instant::now();
     assert!(mount.stop().success());
     assert!(stopping.elapsed() < Duration::from_secs(10));

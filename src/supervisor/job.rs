@@ -735,16 +735,33 @@ impl Job {
         self.cgroup.as_ref().is_some_and(CommandCgroup::populated)
     }
 
-    /// Removes the cgroup when the shell is gone and nothing is left in it. Returns
-    /// true when there is no cgroup (any more).
+    /// The command's cgroup directory, open, for a child born into it.
+    pub(crate) fn cgroup_fd(&self) -> Option<std::os::fd::OwnedFd> {
+        self.cgroup.as_ref().and_then(CommandCgroup::fd)
+    }
+
+    /// Whether the job's cgroup, once empty, serves the next command as it is.
+    pub(crate) fn cgroup_reusable(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(CommandCgroup::reusable)
+    }
+
+    /// The cgroup's peak memory use in KiB, where the memory controller keeps one.
+    pub(crate) fn memory_peak_kib(&self) -> Option<u64> {
+        self.cgroup
+            .as_ref()
+            .and_then(CommandCgroup::memory_peak_kib)
+    }
+
+    /// Lets go of the cgroup when the shell is gone and nothing is left in it (it may
+    /// serve another command then). Returns true when there is no cgroup (any more).
     pub(crate) fn remove_cgroup_if_done(&self) -> bool {
         let Some(cgroup) = &self.cgroup else {
             return true;
         };
-        if self.is_running() || cgroup.populated() {
+        if self.is_running() {
             return false;
         }
-        cgroup.remove()
+        cgroup.release()
     }
 
     /// Begins to stop the job for `why`: TERM to all of it, and CONT after it when it

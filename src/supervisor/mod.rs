@@ -251,8 +251,14 @@ impl Supervisor {
             },
             None => (None, None, "the driver"),
         };
-        let pump = Pump::start(notify.clone(), live.clone(), registry.clone(), events)?;
         let timer = Timer::start(notify.clone());
+        let pump = Pump::start(
+            notify.clone(),
+            live.clone(),
+            registry.clone(),
+            events,
+            timer.scheduler(),
+        )?;
         let writable = Writable::start(notify.clone())?;
         let (cgroups, containment, reaped_at_start) = match &config.cgroup_tag {
             None => (None, "process groups".to_string(), 0),
@@ -393,7 +399,7 @@ impl Supervisor {
         let cgroup: Option<CommandCgroup> = self
             .cgroups
             .as_ref()
-            .and_then(|cgroups| cgroups.create(id, request.memory).ok());
+            .and_then(|cgroups| cgroups.take(request.memory).ok());
         let rlimit = match (&cgroup, request.memory) {
             (Some(_), Some(_)) if self.cgroups.as_ref().is_some_and(Cgroups::memory) => None,
             (_, memory) => memory,
@@ -501,9 +507,7 @@ impl Supervisor {
         prepared.terminal = terminal;
         #[cfg(target_os = "linux")]
         if procs.is_some() {
-            prepared.cgroup_dir = job
-                .cgroup_dir()
-                .and_then(|dir| std::fs::File::open(dir).ok().map(OwnedFd::from));
+            prepared.cgroup_dir = job.cgroup_fd();
         }
         prepared.procs = procs;
         prepared.rlimit = rlimit;

@@ -21,6 +21,7 @@ use crate::supervisor::capture::{Capture, Pumped, Registry, CHUNK};
 use crate::supervisor::job::{Exit, Job, Stream};
 use crate::supervisor::spawn::{self, Birth, Stage};
 use crate::supervisor::spawner::{self, Reaped};
+use crate::supervisor::timer::Scheduler;
 use crate::supervisor::{News, Notify};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -129,6 +130,7 @@ impl Pump {
         live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
         registry: Arc<Registry>,
         spawner_events: Option<OwnedFd>,
+        scheduler: Scheduler,
     ) -> std::io::Result<Pump> {
         let (wake_read, wake_write) = pipe()?;
         set_nonblocking(wake_read.as_raw_fd());
@@ -152,6 +154,7 @@ impl Pump {
                     notify,
                     live,
                     registry,
+                    scheduler,
                 )
             })?;
         Ok(Pump {
@@ -287,6 +290,7 @@ fn run(
     notify: Notify,
     live: Arc<Mutex<HashMap<u64, Arc<Job>>>>,
     registry: Arc<Registry>,
+    scheduler: Scheduler,
 ) {
     let mut sources: HashMap<u64, Source> = HashMap::new();
     // Exit statuses whose pid no source has yet (the waiter was quicker than the
@@ -397,10 +401,16 @@ fn run(
                         source.job().mark_failed_to_start(&message);
                     }
                     None => {
-                        let peak = source.job().cgroup_dir().and_then(memory_peak_kib);
+                        let peak = source.job().memory_peak_kib();
                         let exit = exit_from(raw, &usage, peak, source.birth);
                         source.job().mark_exited(exit)
                     }
+                }
+                // A cgroup that goes back to the pool as it is (no removal, nothing
+                // made) is free before anyone hears of the exit, unless something the
+                // command started lives on there.
+                if source.job().cgroup_reusable() {
+                    source.job().remove_cgroup_if_done();
                 }
                 source.reaped = true;
                 changed = Some(News::State);
@@ -416,7 +426,9 @@ fn run(
             let over = source.over();
             if over {
                 live.lock().remove(id);
-                source.job().remove_cgroup_if_done();
+                if !source.job().remove_cgroup_if_done() {
+                    scheduler.tidy(source.job().clone());
+                }
                 registry.pumped_out(*id);
             }
             !over
@@ -535,12 +547,6 @@ fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
     // SAFETY: reaping our own child without blocking, with valid out-pointers.
     let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
     (got == pid).then_some((status, usage))
-}
-
-/// The cgroup's peak memory use in KiB, where the memory controller keeps one.
-fn memory_peak_kib(dir: &std::path::Path) -> Option<u64> {
-    let text = std::fs::read_to_string(dir.join("memory.peak")).ok()?;
-    Some(text.trim().parse::<u64>().ok()? / 1024)
 }
 
 /// How a command ended. Its peak memory is its cgroup's `memory.peak` when there is

@@ -49,6 +49,29 @@ enum Message {
     Stop,
 }
 
+/// Schedules actions on the timer thread.
+#[derive(Clone)]
+pub struct Scheduler(Sender<Message>);
+
+impl Scheduler {
+    pub fn schedule(&self, at: Instant, action: TimerAction) {
+        let _ = self.0.send(Message::Schedule(at, action));
+    }
+
+    /// Tries again, for a while, to let go of the cgroup of a job whose last process
+    /// is still leaving it (its pipes close a moment before it leaves its cgroup).
+    pub fn tidy(&self, job: Arc<Job>) {
+        self.schedule(
+            Instant::now() + TIDY_EVERY,
+            TimerAction::Tidy(job, TIDY_ATTEMPTS),
+        );
+    }
+}
+
+/// How often, and how many times, a finished job's cgroup is looked at again.
+const TIDY_EVERY: Duration = Duration::from_millis(100);
+const TIDY_ATTEMPTS: u32 = 50;
+
 pub struct Timer {
     sender: Sender<Message>,
     thread: Option<JoinHandle<()>>,
@@ -70,7 +93,12 @@ impl Timer {
     }
 
     pub fn schedule(&self, at: Instant, action: TimerAction) {
-        let _ = self.sender.send(Message::Schedule(at, action));
+        self.scheduler().schedule(at, action);
+    }
+
+    /// A handle that schedules on this timer from another thread.
+    pub fn scheduler(&self) -> Scheduler {
+        Scheduler(self.sender.clone())
     }
 
     pub fn stop(&mut self) {
@@ -110,14 +138,13 @@ fn run(receiver: Receiver<Message>, resend: Sender<Message>, notify: Notify) {
             match entry.action {
                 TimerAction::Kill(job) => {
                     job.signal_group(libc::SIGKILL);
-                    let tidy = TimerAction::Tidy(job, 50);
+                    let tidy = TimerAction::Tidy(job, TIDY_ATTEMPTS);
                     let _ = resend.send(Message::Schedule(now + Duration::from_millis(50), tidy));
                 }
                 TimerAction::Tidy(job, attempts) => {
                     if !job.remove_cgroup_if_done() && attempts > 0 {
                         let tidy = TimerAction::Tidy(job, attempts - 1);
-                        let _ =
-                            resend.send(Message::Schedule(now + Duration::from_millis(100), tidy));
+                        let _ = resend.send(Message::Schedule(now + TIDY_EVERY, tidy));
                     }
                 }
                 TimerAction::Timeout(job, limit) => {
