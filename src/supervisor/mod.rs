@@ -36,7 +36,7 @@ use crate::spool::Spool;
 use crate::supervisor::capture::{Capture, Registry};
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
-use crate::supervisor::spawn::{Birth, Prepared};
+use crate::supervisor::spawn::{Birth, Environment, Prepared};
 use crate::supervisor::timer::{Timer, TimerAction};
 use crate::supervisor::writable::{Watch, Writable};
 use std::collections::HashMap;
@@ -199,6 +199,8 @@ impl Wiring {
 
 pub struct Supervisor {
     config: SupervisorConfig,
+    /// The driver's environment, which every command is given (with its own name).
+    environment: Environment,
     spool: Arc<Spool>,
     pump: Pump,
     timer: Timer,
@@ -279,6 +281,7 @@ impl Supervisor {
             },
         };
         Ok(Supervisor {
+            environment: Environment::of_this_process(),
             config,
             spool,
             pump,
@@ -497,7 +500,9 @@ impl Supervisor {
             &self.config.shell,
             &args,
             &self.config.cwd,
-            &env,
+            self.environment
+                .with(&env)
+                .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?,
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
             status_write.as_raw_fd(),

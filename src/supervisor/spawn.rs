@@ -21,7 +21,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::RawFd;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Signals numbered below this may have a disposition to reset in a child.
@@ -183,6 +183,55 @@ pub struct Prepared {
     /// Fork the child as a child of this process's parent (Linux `CLONE_PARENT`), so
     /// that parent reaps it: the spawner's children are the driver's.
     pub adopt: bool,
+    /// The signals whose disposition the child resets before its exec.
+    pub resets: Resets,
+}
+
+/// Which signal dispositions a child resets before its exec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resets {
+    /// Every one: the forking process's are not known (the driver's, inherited from
+    /// whoever started it).
+    Every,
+    /// Only these: every other is known to be default in the forking process (the
+    /// spawner, which made them so; see [`default_dispositions`]).
+    Only(&'static [i32]),
+}
+
+/// A process's environment, read once, as the entries a child is given.
+pub struct Environment(Vec<(OsString, CString)>);
+
+impl Environment {
+    /// This process's environment as it is now. (The driver never changes its own.)
+    pub fn of_this_process() -> Environment {
+        let entries = std::env::vars_os()
+            .filter_map(|(key, value)| {
+                let mut entry = key.as_bytes().to_vec();
+                entry.push(b'=');
+                entry.extend_from_slice(value.as_bytes());
+                // A variable with a NUL byte cannot be passed on; it is left out.
+                Some((key, CString::new(entry).ok()?))
+            })
+            .collect();
+        Environment(entries)
+    }
+
+    /// The entries, with `extra` in place of variables of the same names.
+    pub fn with(&self, extra: &[(&str, &OsStr)]) -> std::io::Result<Vec<CString>> {
+        let mut entries: Vec<CString> = self
+            .0
+            .iter()
+            .filter(|(key, _)| !extra.iter().any(|(name, _)| OsStr::new(name) == key))
+            .map(|(_, entry)| entry.clone())
+            .collect();
+        for (name, value) in extra {
+            let mut entry = name.as_bytes().to_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            entries.push(c_string(&entry)?);
+        }
+        Ok(entries)
+    }
 }
 
 /// Who forked a command's shell, and so who reaps it and what its `ru_maxrss` starts
@@ -246,15 +295,17 @@ impl Prepared {
             script: None,
             status,
             adopt: false,
+            resets: Resets::Every,
         }
     }
 
-    /// Prepares `<shell> <args...>` in `cwd` with the driver's environment plus `env`.
+    /// Prepares `<shell> <args...>` in `cwd` with the environment `env` (see
+    /// [`Environment::with`]).
     pub fn new(
         shell: &Path,
         args: &[&OsStr],
         cwd: &Path,
-        env: &[(&str, &OsStr)],
+        env: Vec<CString>,
         stdout: RawFd,
         stderr_pipe: RawFd,
         status: RawFd,
@@ -264,29 +315,10 @@ impl Prepared {
         for arg in args {
             args_c.push(c_string(arg.as_bytes())?);
         }
-        let mut env_c = Vec::new();
-        for (key, value) in std::env::vars_os() {
-            if env.iter().any(|(name, _)| OsStr::new(name) == key) {
-                continue;
-            }
-            let mut entry = key.into_vec();
-            entry.push(b'=');
-            entry.extend_from_slice(value.as_bytes());
-            // A variable with a NUL byte cannot be passed on; it is left out.
-            if let Ok(entry) = CString::new(entry) {
-                env_c.push(entry);
-            }
-        }
-        for (name, value) in env {
-            let mut entry = name.as_bytes().to_vec();
-            entry.push(b'=');
-            entry.extend_from_slice(value.as_bytes());
-            env_c.push(c_string(&entry)?);
-        }
         Ok(Prepared::from_parts(
             program,
             args_c,
-            env_c,
+            env,
             c_string(cwd.as_os_str().as_bytes())?,
             stdout,
             stderr_pipe,
@@ -392,10 +424,20 @@ impl Prepared {
             self.fail(Stage::Session);
         }
         // Nothing the driver ignores or blocks reaches the command. (Handled signals
-        // are reset by exec itself; ignored ones would survive it.)
-        for signal in 1..SIGNAL_LIMIT {
-            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                reset_signal(signal, default_action);
+        // are reset by exec itself, but a handler must not run in a child that shares
+        // its parent's memory; ignored ones would survive the exec.)
+        match self.resets {
+            Resets::Every => {
+                for signal in 1..SIGNAL_LIMIT {
+                    if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                        reset_signal(signal, default_action);
+                    }
+                }
+            }
+            Resets::Only(signals) => {
+                for &signal in signals {
+                    reset_signal(signal, default_action);
+                }
             }
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
@@ -620,6 +662,24 @@ impl Prepared {
         message[1..].copy_from_slice(&errno.to_ne_bytes());
         libc::write(self.status, message.as_ptr().cast(), message.len());
         libc::_exit(127)
+    }
+}
+
+/// Gives every signal its default disposition but those in `keep`, which the caller
+/// sets itself (a process that forks children sharing its memory, so that each child
+/// has only `keep` to reset).
+pub fn default_dispositions(keep: &[i32]) {
+    // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
+    let default_action: libc::sigaction = unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        action
+    };
+    for signal in 1..SIGNAL_LIMIT {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP && !keep.contains(&signal) {
+            // SAFETY: setting a disposition with a valid sigaction.
+            unsafe { reset_signal(signal, &default_action) };
+        }
     }
 }
 

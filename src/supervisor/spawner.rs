@@ -19,7 +19,7 @@
 //! socket, which the pump reads. The spawner dies with the driver (parent-death
 //! signal), and its own children with it.
 
-use super::spawn::{Birth, Prepared};
+use super::spawn::{Birth, Prepared, Resets};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -361,7 +361,7 @@ impl Spawner {
             program,
             &[std::ffi::OsStr::new(SPAWNER_ARG)],
             std::path::Path::new("/"),
-            &[],
+            super::spawn::Environment::of_this_process().with(&[])?,
             null.as_raw_fd(),
             stderr,
             status_write.as_raw_fd(),
@@ -460,6 +460,9 @@ pub fn read_events(events: RawFd, out: &mut Vec<Reaped>) -> bool {
     }
 }
 
+/// The only signals whose disposition the spawner changes from the default.
+const OWN_SIGNALS: [i32; 2] = [libc::SIGCHLD, libc::SIGPIPE];
+
 /// The self-pipe the SIGCHLD handler writes to.
 static CHILD_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
@@ -490,12 +493,17 @@ pub fn serve() -> i32 {
     };
     super::pump::set_nonblocking(wake_write.as_raw_fd());
     CHILD_PIPE.store(wake_write.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
-    // SAFETY: installing a handler that only writes one byte.
+    // Every disposition default but the two set here, so that a child has only those
+    // two to reset before its exec (see `OWN_SIGNALS`).
+    super::spawn::default_dispositions(&OWN_SIGNALS);
+    // SAFETY: installing a handler that only writes one byte, and ignoring SIGPIPE (a
+    // gone driver is an error on the socket, not a death).
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_child as *const () as usize;
         action.sa_flags = libc::SA_RESTART | libc::SA_NOCLDSTOP;
         libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     let mut fds = [
         libc::pollfd {
@@ -531,6 +539,7 @@ pub fn serve() -> i32 {
             let (pid, adopted) = match decode(&buffer[..n], received) {
                 Some((mut prepared, _keep)) => {
                     prepared.adopt = true;
+                    prepared.resets = Resets::Only(&OWN_SIGNALS);
                     match prepared.fork() {
                         Ok(forked) => forked,
                         Err(error) => (-error.raw_os_error().unwrap_or(libc::EIO), false),
