@@ -482,7 +482,7 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 reply.data(&bytes);
                 None
             }
-            Ok(Read::Pending { .. }) => Some(Parked {
+            Ok(Read::Pending { .. } | Read::Later) => Some(Parked {
                 op: Op::Read {
                     fh,
                     offset,
@@ -926,6 +926,18 @@ impl Filesystem for Driver {
                 Awaited::Job(job, news),
                 req.pid(),
                 Instant::now() + self.tree.config().wait_timeout,
+                Op::Read {
+                    fh: fh.0,
+                    offset,
+                    size,
+                    reply,
+                },
+            ),
+            Ok(Read::Later) => self.lot.park(
+                &self.tree,
+                Awaited::Release,
+                req.pid(),
+                Instant::now() + LOOKUP_PATIENCE,
                 Op::Read {
                     fh: fh.0,
                     offset,

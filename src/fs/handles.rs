@@ -232,6 +232,11 @@ impl Tree {
                 if write {
                     return Err(Error::new(libc::EACCES, "pages are read-only"));
                 }
+                // The index of commands waits for a draft about to become one; read
+                // through the driver, since its size is not known before.
+                if ino == names::CMD_INDEX && state.drafts_settling() {
+                    return Ok(opened(state.add_handle(None, Body::Settling(ino)), true));
+                }
                 let page = self.render_page(state, ino);
                 return Ok(opened(state.add_handle(None, Body::Fixed(page)), false));
             }
@@ -360,6 +365,14 @@ impl Tree {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Read> {
         let mut state = self.state.lock();
+        if let Some(Body::Settling(_)) = state.handles.get(&fh).map(|h| &h.body) {
+            drop(state);
+            return match self.read_settling(fh, offset, size, false) {
+                Some(read) => Ok(read),
+                // Another read rendered it meanwhile, or the handle is gone.
+                None => self.read(fh, offset, size),
+            };
+        }
         if let Some(Body::Wait { job, answer }) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
             let said = match answer {
                 Some(said) => *said,
@@ -421,7 +434,11 @@ impl Tree {
                 Some(Entry::Draft(draft)) => Read::Data(slice_at(&draft.text, offset, size)),
                 _ => Read::Data(Vec::new()),
             },
-            Body::Growing { .. } | Body::Follow { .. } | Body::Wait { .. } | Body::Events(_) => {
+            Body::Growing { .. }
+            | Body::Follow { .. }
+            | Body::Wait { .. }
+            | Body::Events(_)
+            | Body::Settling(_) => {
                 unreachable!("answered above")
             }
             Body::Kill { .. } | Body::Input { .. } | Body::Keys { .. } | Body::Listing(_) => {
@@ -432,7 +449,32 @@ impl Tree {
 
     /// What a parked read answers once `--wait-timeout` has passed: `running\n`
     /// for `wait`, end-of-file for `follow`.
+    /// A read of a page opened while a draft settled: None for any other handle.
+    /// Renders the page once nothing settles (or `anyway`, at the deadline), starting
+    /// the commands it lists first, as its open does.
+    fn read_settling(&self, fh: u64, offset: u64, size: u32, anyway: bool) -> Option<Read> {
+        self.locked(|state, effects| {
+            let Some(Body::Settling(ino)) = state.handles.get(&fh).map(|h| &h.body) else {
+                return None;
+            };
+            let ino = *ino;
+            if !anyway && state.drafts_settling() {
+                return Some(Read::Later);
+            }
+            self.start_all_decided(state, effects);
+            let page = self.render_page(state, ino);
+            let read = slice_at(&page, offset, size as usize);
+            if let Some(handle) = state.handles.get_mut(&fh) {
+                handle.body = Body::Fixed(page);
+            }
+            Some(Read::Data(read))
+        })
+    }
+
     pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
+        if let Some(Read::Data(bytes)) = self.read_settling(fh, offset, size, true) {
+            return bytes;
+        }
         let mut state = self.state.lock();
         match state.handles.get_mut(&fh).map(|h| &mut h.body) {
             Some(Body::Wait { answer, .. }) => {

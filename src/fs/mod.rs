@@ -183,18 +183,10 @@ impl Tree {
             names::CMD => {
                 if let Some(&draft_id) = state.ctl.get(text_name) {
                     if let Some(Entry::Draft(draft)) = state.entries.get(&draft_id) {
-                        match draft.stage {
-                            Stage::Decided { .. } => {
-                                self.start_draft(state, effects, draft_id);
-                            }
-                            Stage::Deciding => return Ok(Lookup::Later(Later::Start)),
-                            Stage::Writing {
-                                writers, flushed, ..
-                            }
-                            | Stage::Refused {
-                                writers, flushed, ..
-                            } if writers > 0 && flushed => return Ok(Lookup::Later(Later::Close)),
-                            _ => {}
+                        if let Stage::Decided { .. } = draft.stage {
+                            self.start_draft(state, effects, draft_id);
+                        } else if let Some(later) = draft.settling() {
+                            return Ok(Lookup::Later(later));
                         }
                     }
                 }

@@ -3,7 +3,7 @@
 
 use super::fixed;
 use super::names::{self, Dynamic, Slot};
-use super::types::{Error, FsResult, Kind};
+use super::types::{Error, FsResult, Kind, Later};
 use super::view::View;
 use crate::policy::Directives;
 use crate::spool::Store;
@@ -67,6 +67,22 @@ impl Draft {
         match self.stage {
             Stage::Writing { writers, .. } | Stage::Refused { writers, .. } => writers,
             Stage::Deciding | Stage::Decided { .. } => 0,
+        }
+    }
+
+    /// Whether what it becomes is known in a moment, and of what that moment is: its
+    /// decision is being made, or a writer closed it after its last write and the
+    /// final RELEASE, which the kernel sends on its own time, may follow.
+    pub fn settling(&self) -> Option<Later> {
+        match self.stage {
+            Stage::Deciding => Some(Later::Start),
+            Stage::Writing {
+                writers, flushed, ..
+            }
+            | Stage::Refused {
+                writers, flushed, ..
+            } if writers > 0 && flushed => Some(Later::Close),
+            _ => None,
         }
     }
 
@@ -176,6 +192,10 @@ pub(super) enum Entry {
 pub(super) enum Body {
     /// Bytes rendered at open.
     Fixed(Vec<u8>),
+    /// A page opened while a draft was settling, rendered at the first read after it
+    /// settled: `echo … > ctl/x; cat cmd/index.md` shows x even when the kernel sends
+    /// the writer's last RELEASE after the open.
+    Settling(u64),
     /// A writer (or reader) of a draft; `append` for O_APPEND.
     Draft {
         write: bool,
@@ -313,6 +333,13 @@ impl State {
         let id = self.next_id;
         self.next_id += 1;
         id
+    }
+
+    /// Whether any draft is settling (see [`Draft::settling`]).
+    pub fn drafts_settling(&self) -> bool {
+        self.ctl.values().any(|id| {
+            matches!(self.entries.get(id), Some(Entry::Draft(draft)) if draft.settling().is_some())
+        })
     }
 
     pub fn draft_mut(&mut self, id: u64) -> Option<&mut Draft> {

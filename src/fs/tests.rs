@@ -267,7 +267,7 @@ impl Rig {
             match self.tree.read(fh, text.len() as u64, 4096) {
                 Ok(Read::Data(bytes)) if bytes.is_empty() => break Ok(Some(())),
                 Ok(Read::Data(bytes)) => text.extend_from_slice(&bytes),
-                Ok(Read::Pending { .. }) => break Ok(None),
+                Ok(Read::Pending { .. } | Read::Later) => break Ok(None),
                 Err(e) => break Err(e),
             }
         };
@@ -710,7 +710,7 @@ fn wait_blocks_while_it_runs_then_answers_its_status_word() {
     rig.fake.finish("x", 0);
     match rig.tree.read(fh, 0, 4096).expect("read") {
         Read::Data(bytes) => assert_eq!(bytes, b"completed\n"),
-        Read::Pending { .. } => panic!("still waiting after the end"),
+        Read::Pending { .. } | Read::Later => panic!("still waiting after the end"),
     }
     rig.tree.release(fh);
     rig.tree.release(timed_out);
@@ -850,7 +850,7 @@ fn removing_a_command_stops_it_and_readers_keep_reading() {
     assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
     match rig.tree.read(reader, 0, 100).expect("still readable") {
         Read::Data(bytes) => assert_eq!(bytes, b"kept\n"),
-        Read::Pending { .. } => panic!("stdout never waits"),
+        Read::Pending { .. } | Read::Later => panic!("stdout never waits"),
     }
     rig.tree.release(reader);
     assert_eq!(errno(rig.tree.getattr(stdout, None)), libc::ENOENT);
@@ -938,6 +938,47 @@ fn opening_the_command_index_queues_decided_drafts() {
         rig.lookup(names::CMD, "x"),
         Ok(Lookup::Later(Later::Start))
     ));
+}
+
+#[test]
+fn the_command_index_waits_for_a_draft_whose_last_close_is_on_its_way() {
+    let rig = Rig::new();
+    let writer = rig.create("x").expect("created");
+    rig.write(writer, 0, "true").expect("written");
+    rig.tree.flush(writer).expect("the close's flush");
+    // `cat cmd/index.md` right after the writer's close: the kernel has not sent the
+    // writer's RELEASE yet.
+    let page = rig.tree.open(names::CMD_INDEX, R).expect("open").fh;
+    assert!(matches!(rig.tree.read(page, 0, 4096), Ok(Read::Later)));
+    rig.tree.release(writer);
+    let Ok(Read::Data(bytes)) = rig.tree.read(page, 0, 4096) else {
+        panic!("the page is rendered once the draft is decided");
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.contains("count: 1") && text.contains("[x](x/status)"),
+        "{text}"
+    );
+    // Rendered once: later reads of the handle go on in the same text.
+    let Ok(Read::Data(rest)) = rig.tree.read(page, bytes.len() as u64, 4096) else {
+        panic!("a rendered page never waits");
+    };
+    assert!(rest.is_empty());
+    rig.tree.release(page);
+
+    // A writer that never lets go: at the deadline the page is taken as it is.
+    let held = rig.create("y").expect("created");
+    rig.write(held, 0, "true").expect("written");
+    rig.tree.flush(held).expect("a flush");
+    let page = rig.tree.open(names::CMD_INDEX, R).expect("open").fh;
+    assert!(matches!(rig.tree.read(page, 0, 4096), Ok(Read::Later)));
+    let text = String::from_utf8(rig.tree.read_timed_out(page, 0, 4096)).unwrap();
+    assert!(
+        text.contains("[x](x/status)") && !text.contains("[y]"),
+        "{text}"
+    );
+    rig.tree.release(page);
+    rig.tree.release(held);
 }
 
 #[test]

@@ -110,6 +110,10 @@ pub const ANY_JOB: u64 = u64::MAX;
 #[derive(Debug)]
 pub enum Read {
     Data(Vec<u8>),
+    /// `cmd/index.md` opened while a draft was settling (see `Draft::settling`): ask
+    /// again after the tree reports a change, and at the deadline take the page as it
+    /// is then ([`Tree::read_timed_out`](super::Tree::read_timed_out)).
+    Later,
     /// Nothing to say yet; ask again when job `job` has news of this kind (news of
     /// its state also answers a read that waits for output).
     Pending {
