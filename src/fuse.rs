@@ -14,7 +14,9 @@
 //! so it is answered exactly once.
 //!
 //! A second thread (the "ticker") does the tree's slow work off the request threads:
-//! the periodic tick (settle, keep, abandoned drafts) and the spawns the tree queues.
+//! the periodic tick (settle, keep, abandoned drafts), the spawns the tree queues, and
+//! readying the next start while a draft is written (it opens a file of this mount, so
+//! never on a thread that serves it).
 
 use crate::fs::stderr::stderr_job;
 use crate::fs::{

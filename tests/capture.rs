@@ -487,3 +487,54 @@ fn commands_are_the_drivers_children_and_outlive_a_lost_spawner() {
     assert_eq!(mount.run("after", "echo still"), "completed\n");
     assert_eq!(mount.read("cmd/after/stdout"), "still\n");
 }
+
+/// The driver's descriptors that are files of its own mount.
+fn own_files(mount: &Mount) -> Vec<String> {
+    let dir = format!("/proc/{}/fd", mount.pid());
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+                .filter(|target| target.starts_with(&mount.path))
+                .map(|target| target.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_next_stderr_file_is_opened_while_its_draft_is_written_and_only_then() {
+    let mut mount = Mount::start();
+    // Idle: the driver holds nothing of its mount, so `fusermount3 -u` may take it.
+    assert!(
+        wait_until(Duration::from_secs(10), || own_files(&mount).is_empty()),
+        "{:?}",
+        own_files(&mount)
+    );
+    // A writer keeps a draft open: the next command's stderr file is readied.
+    let mut draft = std::fs::File::create(mount.p("ctl/ready")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || own_files(&mount)
+            .iter()
+            .any(|f| f.contains(".terminalfs-stderr-"))),
+        "{:?}",
+        own_files(&mount)
+    );
+    use std::io::Write;
+    draft
+        .write_all(b"echo out; echo err >&2; echo out2; echo err2 >/dev/stderr")
+        .unwrap();
+    drop(draft);
+    // Its command writes through the readied file, in order, reopened too.
+    assert_eq!(mount.wait("ready"), "completed\n");
+    assert_eq!(mount.read("cmd/ready/stderr"), "err\nerr2\n");
+    assert_eq!(mount.read("cmd/ready/output"), "out\nerr\nout2\nerr2\n");
+    // With no draft left, the driver lets go of its mount again.
+    assert!(
+        wait_until(Duration::from_secs(10), || own_files(&mount).is_empty()),
+        "{:?}",
+        own_files(&mount)
+    );
+    assert!(mount.stop().success());
+}

@@ -109,7 +109,7 @@ fn new_name_of(name: &[u8], reserved: i32) -> FsResult<String> {
 impl Tree {
     pub fn create(&self, parent: u64, name: &[u8], mode: OpenMode) -> FsResult<(Attr, Opened)> {
         let OpenMode { write, append } = mode;
-        self.locked(|state, _| {
+        self.locked(|state, effects| {
             if let Some(Dynamic::Entry(id)) = names::decode(parent) {
                 if let Some(created) = self.create_late(state, id, name) {
                     return created;
@@ -158,6 +158,8 @@ impl Tree {
             state.ctl.insert(name, id);
             state.entries.insert(id, Entry::Draft(draft));
             let fh = state.add_handle(Some(id), Body::Draft { write, append });
+            // A command is on its way: the ticker readies its start meanwhile.
+            effects.push(Effect::StartWanted);
             Ok((
                 attr,
                 Opened {

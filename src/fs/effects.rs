@@ -42,6 +42,9 @@ pub trait Spawner: Send + Sync {
     }
     /// The release of one open of job `id`'s stderr file.
     fn stderr_release(&self, _id: u64) {}
+    /// Nothing is queued to start. `coming`: a draft is being written, so ready what
+    /// its start needs, off its path; else let go of what was readied.
+    fn prepare(&self, _coming: bool) {}
 }
 
 impl Spawner for Supervisor {
@@ -79,6 +82,14 @@ impl Spawner for Supervisor {
 
     fn stderr_release(&self, id: u64) {
         Supervisor::stderr_release(self, id)
+    }
+
+    fn prepare(&self, coming: bool) {
+        if coming {
+            Supervisor::prepare(self)
+        } else {
+            Supervisor::unprepare(self)
+        }
     }
 }
 
@@ -178,8 +189,12 @@ impl Tree {
     /// each job to its command (or stops it, if its directory went meanwhile).
     pub fn start_pending(&self) {
         loop {
-            let Some((id, request)) = self.state.lock().starts.pop_front() else {
-                return;
+            let (next, coming) = {
+                let mut state = self.state.lock();
+                (state.starts.pop_front(), !state.ctl.is_empty())
+            };
+            let Some((id, request)) = next else {
+                return self.spawner.prepare(coming);
             };
             let (name, text) = (request.name.clone(), request.text.clone());
             let job = self.spawner.spawn(request);

@@ -82,15 +82,62 @@ pub struct Capture {
 #[derive(Default)]
 pub struct Registry {
     captures: parking_lot::RwLock<HashMap<u64, Arc<Capture>>>,
+    /// Ids set aside for a command not started yet, whose stderr file the supervisor
+    /// opens ahead (see `Supervisor::prepare`), with the handles opened so far. Taken
+    /// after `captures`, never before.
+    reserved: Mutex<HashMap<u64, u32>>,
 }
 
 impl Registry {
+    /// Takes job `id`'s capture; the handles its stderr file got while the id was set
+    /// aside are its own.
     pub fn insert(&self, capture: Arc<Capture>) {
-        self.captures.write().insert(capture.job.id(), capture);
+        let mut captures = self.captures.write();
+        if let Some(handles) = self.reserved.lock().remove(&capture.job.id()) {
+            capture.stderr_handles.fetch_add(handles, Ordering::SeqCst);
+        }
+        captures.insert(capture.job.id(), capture);
     }
 
     pub fn get(&self, id: u64) -> Option<Arc<Capture>> {
         self.captures.read().get(&id).cloned()
+    }
+
+    /// Sets `id` aside: its stderr file may be looked up and opened before its command
+    /// starts.
+    pub fn reserve(&self, id: u64) {
+        self.reserved.lock().insert(id, 0);
+    }
+
+    /// `id` will not be used after all.
+    pub fn unreserve(&self, id: u64) {
+        self.reserved.lock().remove(&id);
+    }
+
+    /// Whether job `id`'s stderr file may be looked up now: until its child has exec'd.
+    pub fn opening(&self, id: u64) -> bool {
+        let captures = self.captures.read();
+        match captures.get(&id) {
+            Some(capture) => capture.is_opening(),
+            None => self.reserved.lock().contains_key(&id),
+        }
+    }
+
+    /// A handle of job `id`'s stderr file is being opened; false when the job has no
+    /// such file (any more).
+    pub fn stderr_opened(&self, id: u64) -> bool {
+        let captures = self.captures.read();
+        if let Some(capture) = captures.get(&id) {
+            capture.stderr_opened();
+            return true;
+        }
+        match self.reserved.lock().get_mut(&id) {
+            Some(handles) => {
+                *handles += 1;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The pump is done with job `id`; it is forgotten once no stderr handle is left.
@@ -114,6 +161,8 @@ impl Registry {
             {
                 captures.remove(&id);
             }
+        } else if let Some(handles) = self.reserved.lock().get_mut(&id) {
+            *handles = handles.saturating_sub(1);
         }
     }
 }

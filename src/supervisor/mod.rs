@@ -226,6 +226,9 @@ pub struct Supervisor {
     registry: Arc<Registry>,
     /// Where commands' stderr files are opened (the mount's root), once it is mounted.
     stderr_dir: parking_lot::Mutex<Option<PathBuf>>,
+    /// The next command's id, with its stderr file open already (see
+    /// [`Supervisor::prepare`]).
+    ready: parking_lot::Mutex<Option<(u64, OwnedFd)>>,
 }
 
 impl Supervisor {
@@ -297,6 +300,7 @@ impl Supervisor {
             spawning,
             closing: AtomicBool::new(false),
             start_gate: parking_lot::RwLock::new(()),
+            ready: parking_lot::Mutex::new(None),
             registry,
             stderr_dir: parking_lot::Mutex::new(None),
         })
@@ -343,20 +347,47 @@ impl Supervisor {
     /// Whether job `id`'s stderr file may be looked up now: only until its child has
     /// exec'd.
     pub fn stderr_lookup(&self, id: u64) -> bool {
-        self.registry
-            .get(id)
-            .is_some_and(|capture| capture.is_opening())
+        self.registry.opening(id)
     }
 
     /// A handle of job `id`'s stderr file is being opened; false when the job has no
     /// such file (any more).
     pub fn stderr_open(&self, id: u64) -> bool {
-        match self.registry.get(id) {
-            Some(capture) => {
-                capture.stderr_opened();
-                true
-            }
-            None => false,
+        self.registry.stderr_opened(id)
+    }
+
+    /// Readies the next start while its draft is written: sets its id aside and opens
+    /// its stderr file, so that its child has no request of its own to make to this
+    /// mount before its exec. (That open and its lookup, served by the mount's workers while
+    /// the spawner waited, were the dearest part of a start: a round trip took about
+    /// 0.25 ms less with stderr on a pipe.) Opens through the mount, so never on a
+    /// thread that serves it; nothing when the mount is not up or shutdown has begun.
+    pub fn prepare(&self) {
+        let _gate = self.start_gate.read();
+        if self.closing.load(Ordering::SeqCst) || self.ready.lock().is_some() {
+            return;
+        }
+        let Some(dir) = self.stderr_dir.lock().clone() else {
+            return;
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.registry.reserve(id);
+        let opened = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(capture::stderr_file_name(id)));
+        match opened {
+            Ok(file) => *self.ready.lock() = Some((id, file.into())),
+            // The child opens it by name then (and falls back to a pipe).
+            Err(_) => self.registry.unreserve(id),
+        }
+    }
+
+    /// Lets go of a readied start: its file handle on the mount would keep an idle
+    /// mount busy (`fusermount3 -u` refuses it), and shutdown unmounts.
+    pub fn unprepare(&self) {
+        if let Some((id, file)) = self.ready.lock().take() {
+            drop(file);
+            self.registry.unreserve(id);
         }
     }
 
@@ -380,10 +411,21 @@ impl Supervisor {
     /// Starts a command. Never fails: a shell that cannot start gives a job that has
     /// already stopped with exit code -1 and the reason on its stderr.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let _gate = self.start_gate.read();
+        // On a terminal stderr is the terminal: a readied start waits for the next one.
+        let ready = match request.stdin {
+            Stdin::Terminal(_) => None,
+            _ => self.ready.lock().take(),
+        };
+        let (id, stderr) = match ready {
+            Some((id, file)) => (id, Some(file)),
+            None => (self.next_id.fetch_add(1, Ordering::Relaxed), None),
+        };
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
+            if stderr.is_some() {
+                self.registry.unreserve(id);
+            }
             let capture = self.spool.capture(&request.name, &request.text);
             let job = Job::new(
                 id,
@@ -428,10 +470,18 @@ impl Supervisor {
                     _ => "pipes",
                 };
                 let message = format!("terminalfs: cannot make {what}: {error}\n");
+                if stderr.is_some() {
+                    self.registry.unreserve(id);
+                }
                 return self.failed(Arc::new(job), &message);
             }
         };
-        let Wiring { child, pump, input } = wiring;
+        let Wiring {
+            child: (stdin, stdout_write, stderr_write),
+            pump,
+            input,
+        } = wiring;
+        let child = (stdin, stdout_write, stderr_write, stderr);
         let capture = self.spool.capture(&request.name, &request.text);
         let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
         let job = Arc::new(job);
@@ -462,7 +512,12 @@ impl Supervisor {
         &self,
         job: &Arc<Job>,
         request: &SpawnRequest,
-        (stdin, stdout_write, stderr_write): (Option<OwnedFd>, OwnedFd, OwnedFd),
+        (stdin, stdout_write, stderr_write, stderr_file): (
+            Option<OwnedFd>,
+            OwnedFd,
+            OwnedFd,
+            Option<OwnedFd>,
+        ),
         (stdout_read, stderr_read): (OwnedFd, Option<OwnedFd>),
         procs: Option<std::ffi::CString>,
         rlimit: Option<u64>,
@@ -518,7 +573,9 @@ impl Supervisor {
         prepared.rlimit = rlimit;
         prepared.script = script.as_ref().map(|fd| fd.as_raw_fd());
         // On a terminal, stderr is the terminal: one stream, with nothing to order.
-        if !terminal {
+        if let Some(file) = &stderr_file {
+            prepared.stderr_open = Some(file.as_raw_fd());
+        } else if !terminal {
             prepared.stderr_file = self.stderr_dir.lock().as_ref().and_then(|dir| {
                 let path = dir.join(capture::stderr_file_name(id));
                 std::ffi::CString::new(path.into_os_string().into_vec()).ok()
@@ -542,6 +599,7 @@ impl Supervisor {
         // Our copies of the child's ends go now, or the pipes never end; the script
         // too (the child has its own).
         drop((stdin, stdout_write, stderr_write, status_write, script));
+        drop(stderr_file);
         Ok(forked)
     }
 
@@ -584,6 +642,7 @@ impl Supervisor {
     pub fn close(&self) -> usize {
         let _gate = self.start_gate.write();
         self.closing.store(true, Ordering::SeqCst);
+        self.unprepare();
         self.live_count()
     }
 

@@ -170,6 +170,8 @@ pub struct Prepared {
     pub rlimit: Option<u64>,
     /// The stderr file to open through the mount, else stderr is `stderr_pipe`.
     pub stderr_file: Option<CString>,
+    /// The stderr file, opened already (in place of `stderr_file`).
+    pub stderr_open: Option<RawFd>,
     /// The child's stdin, else `/dev/null`.
     pub stdin: Option<RawFd>,
     /// stdin is a terminal, to become the session's controlling terminal.
@@ -288,6 +290,7 @@ impl Prepared {
             cgroup_dir: None,
             rlimit: None,
             stderr_file: None,
+            stderr_open: None,
             stdin: None,
             terminal: false,
             stdout,
@@ -487,12 +490,13 @@ impl Prepared {
         if self.terminal && super::terminal::pty::make_controlling_terminal(0).is_err() {
             self.fail(Stage::Descriptors);
         }
-        let file = match &self.stderr_file {
-            Some(path) => libc::open(
+        let file = match (self.stderr_open, &self.stderr_file) {
+            (Some(file), _) => file,
+            (None, Some(path)) => libc::open(
                 path.as_ptr(),
                 libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
             ),
-            None => -1,
+            (None, None) => -1,
         };
         if libc::dup2(if file >= 0 { file } else { self.stderr_pipe }, 2) < 0 {
             self.fail(Stage::Descriptors);

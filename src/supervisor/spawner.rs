@@ -180,6 +180,7 @@ fn encode(prepared: &Prepared) -> (Vec<u8>, Vec<RawFd>) {
         prepared.stdin,
         prepared.script,
         prepared.cgroup_dir.as_ref().map(AsRawFd::as_raw_fd),
+        prepared.stderr_open,
     ] {
         out.push(fd.is_some() as u8);
         fds.extend(fd);
@@ -198,7 +199,7 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     let stderr_file = reader.opt()?;
     let rlimit = Some(reader.u64()?).filter(|bytes| *bytes > 0);
     let terminal = reader.byte()? != 0;
-    let present: Vec<bool> = (0..3)
+    let present: Vec<bool> = (0..4)
         .map(|_| reader.byte().map(|b| b != 0))
         .collect::<Option<_>>()?;
     let mut fds = fds.into_iter();
@@ -206,6 +207,7 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     let stdin = if present[0] { Some(fds.next()?) } else { None };
     let script = if present[1] { Some(fds.next()?) } else { None };
     let cgroup_dir = if present[2] { Some(fds.next()?) } else { None };
+    let stderr_open = if present[3] { Some(fds.next()?) } else { None };
     let mut prepared = Prepared::from_parts(
         program,
         args,
@@ -222,10 +224,18 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     prepared.stdin = stdin.as_ref().map(AsRawFd::as_raw_fd);
     prepared.script = script.as_ref().map(AsRawFd::as_raw_fd);
     prepared.cgroup_dir = cgroup_dir;
-    let keep = [Some(stdout), Some(stderr_pipe), Some(status), stdin, script]
-        .into_iter()
-        .flatten()
-        .collect();
+    prepared.stderr_open = stderr_open.as_ref().map(AsRawFd::as_raw_fd);
+    let keep = [
+        Some(stdout),
+        Some(stderr_pipe),
+        Some(status),
+        stdin,
+        script,
+        stderr_open,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     Some((prepared, keep))
 }
 
