@@ -21,67 +21,72 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
-/// Median ms of `rounds` bare spawns and reaps of `shell -c true`.
-fn bare_spawn(shell: &str, rounds: usize) -> f64 {
-    let times = (0..rounds)
-        .map(|_| {
-            let started = Instant::now();
-            let status = Command::new(shell)
-                .args(["-c", "true"])
-                .stdin(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success());
-            ms(started.elapsed())
-        })
-        .collect();
-    median(times)
+/// Ms of one bare spawn and reap of `shell -c true`.
+fn bare_spawn(shell: &str) -> f64 {
+    let started = Instant::now();
+    let status = Command::new(shell)
+        .args(["-c", "true"])
+        .stdin(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    ms(started.elapsed())
 }
 
-/// Median ms of writing `ctl/<name>` with `true` and reading its `wait`.
-fn round_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
-    trips(mount, prefix, rounds, "true", "wait", "completed\n")
+/// Ms of writing `ctl/<name>` with `true` and reading its `wait`.
+fn round_trip(mount: &Mount, name: &str) -> f64 {
+    trip(mount, name, "true", "wait", "completed\n")
 }
 
-/// Median ms of the same file operations for a command the deny list refuses: what
-/// the files alone cost, with no process started.
-fn refused_trip(mount: &Mount, prefix: &str, rounds: usize) -> f64 {
-    trips(mount, prefix, rounds, "zapme", "status", "denied\n")
+/// Ms of the same file operations for a command the deny list refuses: what the files
+/// alone cost, with no process started.
+fn refused_trip(mount: &Mount, name: &str) -> f64 {
+    trip(mount, name, "zapme", "status", "denied\n")
 }
 
-fn trips(mount: &Mount, prefix: &str, rounds: usize, text: &str, file: &str, answer: &str) -> f64 {
-    let times = (0..rounds)
-        .map(|i| {
-            let started = Instant::now();
-            // The refused text fails its close, which `fs::write` does not report.
-            std::fs::write(mount.p(&format!("ctl/{prefix}{i}")), text).unwrap();
-            assert_eq!(mount.read(&format!("cmd/{prefix}{i}/{file}")), answer);
-            ms(started.elapsed())
-        })
-        .collect();
-    median(times)
+fn trip(mount: &Mount, name: &str, text: &str, file: &str, answer: &str) -> f64 {
+    let started = Instant::now();
+    // The refused text fails its close, which `fs::write` does not report.
+    std::fs::write(mount.p(&format!("ctl/{name}")), text).unwrap();
+    assert_eq!(mount.read(&format!("cmd/{name}/{file}")), answer);
+    ms(started.elapsed())
 }
 
 fn spawn() {
     for shell in ["/bin/sh", "/bin/bash"] {
-        let mount = Mount::with(Options {
+        let options = || Options {
             args: vec!["--shell", shell],
             settings: r#"{"permissions": {"deny": ["Bash(zapme:*)"]}}"#,
-        });
-        // Warm every path up, then alternate them so load changes hit all alike.
-        round_trip(&mount, "warm", 20);
-        refused_trip(&mount, "warm-refused", 20);
-        bare_spawn(shell, 20);
-        let (mut trips, mut refused, mut bares) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..5 {
-            trips.push(round_trip(&mount, &format!("r{round}-"), 40));
-            refused.push(refused_trip(&mount, &format!("n{round}-"), 40));
-            bares.push(bare_spawn(shell, 40));
+        };
+        // Refused commands go to a mount of their own: a draft readies the next start,
+        // which must not be one of the round trips.
+        let (mount, other) = (Mount::with(options()), Mount::with(options()));
+        // Warm every path up, then take one of each in turn, so that the machine's
+        // changes of pace (a shared host's neighbours) hit all three alike.
+        for i in 0..20 {
+            round_trip(&mount, &format!("warm{i}"));
+            refused_trip(&other, &format!("warm{i}"));
+            bare_spawn(shell);
         }
+        let (mut trips, mut refused, mut bares) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..200 {
+            trips.push(round_trip(&mount, &format!("r{i}")));
+            refused.push(refused_trip(&other, &format!("n{i}")));
+            bares.push(bare_spawn(shell));
+        }
+        // The ratio in each fifth of the run, for how much it moves with the pace.
+        let fifths: Vec<String> = (0..5)
+            .map(|k| {
+                let part = |v: &[f64]| median(v[k * 40..(k + 1) * 40].to_vec());
+                format!("{:.2}", part(&trips) / part(&bares))
+            })
+            .collect();
         let (trip, files, bare) = (median(trips), median(refused), median(bares));
         println!(
-            "spawn ({shell}): round trip {trip:.2} ms, bare spawn+reap {bare:.2} ms, ratio {:.2}",
-            trip / bare
+            "spawn ({shell}): round trip {trip:.2} ms, bare spawn+reap {bare:.2} ms, ratio {:.2} \
+             (by fifths of the run: {})",
+            trip / bare,
+            fifths.join(", ")
         );
         println!(
             "  the same file operations for a refused command (no process): {files:.2} ms \
@@ -91,7 +96,7 @@ fn spawn() {
             (trip - files) / bare
         );
         let result: serde_json::Value =
-            serde_json::from_str(&mount.read("cmd/r0-0/result.json")).unwrap();
+            serde_json::from_str(&mount.read("cmd/r0/result.json")).unwrap();
         println!(
             "  max_rss_kib of `true`: {} ({})",
             result["max_rss_kib"],
