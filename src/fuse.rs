@@ -43,6 +43,9 @@ const TTL: Duration = Duration::ZERO;
 const FIXED_ENTRY_TTL: Duration = Duration::from_secs(3600);
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
+/// How long a read of `cmd/index.md` may wait for a draft to settle before it takes
+/// the page as it is.
+const PAGE_PATIENCE: Duration = crate::fs::RELEASE_WINDOW;
 /// How often the waker looks at deadlines and callers' signals, and the ticker at the
 /// tree's clock.
 const TICK: Duration = Duration::from_millis(50);
@@ -939,7 +942,7 @@ impl Filesystem for Driver {
                 &self.tree,
                 Awaited::Release,
                 req.pid(),
-                Instant::now() + LOOKUP_PATIENCE,
+                Instant::now() + PAGE_PATIENCE,
                 Op::Read {
                     fh: fh.0,
                     offset,

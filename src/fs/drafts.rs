@@ -338,6 +338,7 @@ impl Tree {
                         // A lookup under cmd/ now waits for the last close, as after
                         // any close that follows the last write.
                         *flushed = true;
+                        draft.touched = std::time::Instant::now();
                         Err(Error::new(libc::EPERM, "an earlier write was refused"))
                     }
                     _ => Ok(()),
@@ -361,6 +362,7 @@ impl Tree {
                     }
                     if !empty {
                         *flushed = true;
+                        draft.touched = Instant::now();
                     }
                 }
             }

@@ -191,7 +191,7 @@ impl Tree {
         loop {
             let (next, coming) = {
                 let mut state = self.state.lock();
-                (state.starts.pop_front(), !state.ctl.is_empty())
+                (state.starts.pop_front(), state.drafts_coming())
             };
             let Some((id, request)) = next else {
                 return self.spawner.prepare(coming);

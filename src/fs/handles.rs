@@ -447,8 +447,6 @@ impl Tree {
         })
     }
 
-    /// What a parked read answers once `--wait-timeout` has passed: `running\n`
-    /// for `wait`, end-of-file for `follow`.
     /// A read of a page opened while a draft settled: None for any other handle.
     /// Renders the page once nothing settles (or `anyway`, at the deadline), starting
     /// the commands it lists first, as its open does.
@@ -471,6 +469,9 @@ impl Tree {
         })
     }
 
+    /// What a parked read answers once its wait is over (`--wait-timeout`, or the
+    /// page's patience): `running\n` for `wait`, end-of-file for `follow`, the page as
+    /// it is for `cmd/index.md`.
     pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
         if let Some(Read::Data(bytes)) = self.read_settling(fh, offset, size, true) {
             return bytes;

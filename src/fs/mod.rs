@@ -31,6 +31,7 @@ pub mod view;
 
 pub use effects::{Hooks, Spawner};
 pub use restore::{Comeback, Returning};
+pub use state::RELEASE_WINDOW;
 pub use types::{
     Attr, Error, FsResult, Kind, Later, Lookup, OpenMode, Read, TreeConfig, Write, ANY_JOB,
 };
@@ -119,12 +120,14 @@ impl Tree {
 
     /// Attributes of an inode; with the handle of an open file, its size is the size
     /// of what that handle reads (a page rendered at open, or the handle's view), so a
-    /// reader going by the size gets every byte.
+    /// reader going by the size gets every byte. A page not rendered yet (see
+    /// `Body::Settling`) reads through the driver and says 0 until it is.
     pub fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
         let state = self.state.lock();
         let mut attr = self.attr_locked(&state, ino)?;
         match fh.and_then(|fh| state.handles.get(&fh)).map(|h| &h.body) {
             Some(state::Body::Fixed(bytes)) => attr.size = bytes.len() as u64,
+            Some(state::Body::Settling(_)) => attr.size = 0,
             Some(state::Body::Growing { job, stream, view }) => attr.size = view.size(job, *stream),
             _ => {}
         }

@@ -24,6 +24,10 @@ pub(super) struct Draft {
     pub stage: Stage,
 }
 
+/// How long after a writer's flush its RELEASE is looked for by a reader of
+/// `cmd/index.md` (the kernel sends it right after the close, later only under load).
+pub const RELEASE_WINDOW: Duration = Duration::from_millis(200);
+
 /// Where a draft is in its life, with what that stage needs to know.
 pub(super) enum Stage {
     /// Open to writers (`writers` may be 0: created, or closed with nothing in it).
@@ -335,11 +339,33 @@ impl State {
         id
     }
 
-    /// Whether any draft is settling (see [`Draft::settling`]).
+    /// Whether any draft is settling (see [`Draft::settling`]), for a reader of
+    /// `cmd/index.md`: one being decided, or one a writer flushed less than
+    /// [`RELEASE_WINDOW`] ago (a writer that keeps a draft open after closing a copy of
+    /// its descriptor holds up no page).
     pub fn drafts_settling(&self) -> bool {
-        self.ctl.values().any(|id| {
-            matches!(self.entries.get(id), Some(Entry::Draft(draft)) if draft.settling().is_some())
+        self.drafts().any(|draft| match draft.settling() {
+            Some(Later::Start) => true,
+            Some(Later::Close) => draft.touched.elapsed() < RELEASE_WINDOW,
+            None => false,
         })
+    }
+
+    /// Whether a command is on its way: a draft open for writing, or one being decided
+    /// or decided (an empty one that nobody writes is not).
+    pub fn drafts_coming(&self) -> bool {
+        self.drafts().any(|draft| {
+            draft.writers() > 0 || matches!(draft.stage, Stage::Deciding | Stage::Decided { .. })
+        })
+    }
+
+    fn drafts(&self) -> impl Iterator<Item = &Draft> {
+        self.ctl
+            .values()
+            .filter_map(|id| match self.entries.get(id) {
+                Some(Entry::Draft(draft)) => Some(draft),
+                _ => None,
+            })
     }
 
     pub fn draft_mut(&mut self, id: u64) -> Option<&mut Draft> {

@@ -978,6 +978,12 @@ fn the_command_index_waits_for_a_draft_whose_last_close_is_on_its_way() {
         "{text}"
     );
     rig.tree.release(page);
+    // Once its RELEASE is overdue, such a writer (one that closed a copy of its
+    // descriptor and writes on) holds up no reader of the page.
+    std::thread::sleep(super::RELEASE_WINDOW + Duration::from_millis(50));
+    let page = rig.tree.open(names::CMD_INDEX, R).expect("open").fh;
+    assert!(matches!(rig.tree.read(page, 0, 4096), Ok(Read::Data(_))));
+    rig.tree.release(page);
     rig.tree.release(held);
 }
 

@@ -11,9 +11,13 @@
 //! cgroups are made ahead and used again: the first process born into a cgroup made
 //! just for it cost this machine about 65 µs for the `mkdir`, 80 µs more in `clone3`
 //! and 40 µs for the `rmdir`, against nothing measurable for one that held a process
-//! before. So an emptied cgroup goes back to a pool (when it has no memory controller,
-//! whose peak and events would carry over), and the pool keeps one ready, made off
-//! the path of a start.
+//! before. So one is made at start, and an emptied cgroup goes back to a pool of up to
+//! two, off the path of a start. Where the memory controller would carry its peak
+//! and events over, an emptied cgroup is removed instead and a new one made for the
+//! pool then; a burst of commands beyond the pool makes cgroups as it starts them.
+//!
+//! Lock order: a job's state, then a cgroup's `held`, then the pool; the pool is never
+//! held while taking `held`.
 //!
 //! The cgroup2 mount is found in `/proc/self/mountinfo` and the driver's own cgroup in
 //! `/proc/self/cgroup`; no path is assumed. Where anything fails, the supervisor falls
@@ -374,6 +378,11 @@ impl CommandCgroup {
     /// The path of `cgroup.procs`, for the child to join between fork and exec.
     pub fn procs(&self) -> &CString {
         &self.procs
+    }
+
+    /// Whether the command still has the cgroup (it has not let go of it).
+    pub fn held(&self) -> bool {
+        self.held.lock().is_some()
     }
 
     /// The directory, open, for a child born into the cgroup.

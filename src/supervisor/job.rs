@@ -727,7 +727,10 @@ impl Job {
 
     /// The command's cgroup directory, if it has one.
     pub(crate) fn cgroup_dir(&self) -> Option<&std::path::Path> {
-        self.cgroup.as_ref().map(CommandCgroup::path)
+        self.cgroup
+            .as_ref()
+            .filter(|cgroup| cgroup.held())
+            .map(CommandCgroup::path)
     }
 
     /// Whether any process is left in the command's cgroup.

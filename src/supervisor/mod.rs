@@ -375,17 +375,19 @@ impl Supervisor {
         let opened = std::fs::OpenOptions::new()
             .append(true)
             .open(dir.join(capture::stderr_file_name(id)));
+        let mut ready = self.ready.lock();
         match opened {
-            Ok(file) => *self.ready.lock() = Some((id, file.into())),
+            Ok(file) if ready.is_none() => *ready = Some((id, file.into())),
             // The child opens it by name then (and falls back to a pipe).
-            Err(_) => self.registry.unreserve(id),
+            _ => self.registry.unreserve(id),
         }
     }
 
     /// Lets go of a readied start: its file handle on the mount would keep an idle
     /// mount busy (`fusermount3 -u` refuses it), and shutdown unmounts.
     pub fn unprepare(&self) {
-        if let Some((id, file)) = self.ready.lock().take() {
+        let taken = self.ready.lock().take();
+        if let Some((id, file)) = taken {
             drop(file);
             self.registry.unreserve(id);
         }
@@ -499,6 +501,8 @@ impl Supervisor {
             }
             Err(message) => {
                 self.pump.abandon(id);
+                // Its stderr file's id, if one was set aside for it, is gone with it.
+                self.registry.unreserve(id);
                 return self.failed(job, &message);
             }
         }

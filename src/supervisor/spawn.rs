@@ -591,9 +591,9 @@ impl Prepared {
     /// the child runs the shell, or has reported why not on its status pipe. None when
     /// the kernel refuses every try (the caller forks the usual way).
     ///
-    /// Only the spawner forks this way. The wait includes the child's open of its
-    /// stderr file through the mount, which the driver's FUSE workers serve; no driver
-    /// thread is suspended here.
+    /// Only the spawner forks this way. When no stderr file was readied, the wait
+    /// includes the child's open of it through the mount, which the driver's FUSE
+    /// workers serve; no driver thread is suspended here.
     ///
     /// # Safety
     /// As `fork`.
