@@ -2,8 +2,8 @@
 //! the answer back into a reply. It holds no state of its own except the parking lot.
 //!
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
-//! `follow`), writes to a command's input while it is full, and lookups that race a
-//! writer's final close. No FUSE worker ever waits; the reply is stored and the worker
+//! `follow`), writes to a command's input while it is full, and lookups, reads of
+//! `cmd/index.md` and listings of `cmd/` that race a writer's final close. No FUSE worker ever waits; the reply is stored and the worker
 //! returns. A parked reply is answered when what it waits for happens: news of a
 //! change of state (an exit, a start, a release) is answered on the thread that
 //! brings it, so `wait` costs no extra thread hop; output news goes to one thread (the
@@ -71,6 +71,12 @@ enum Op {
         parent: u64,
         name: OsString,
         reply: ReplyEntry,
+    },
+    /// A listing of `cmd/` opened while a draft settled.
+    ReadDir {
+        fh: u64,
+        offset: u64,
+        reply: ReplyDirectory,
     },
     /// A write to `stdin` or `keys` that found the input full; EAGAIN at the deadline.
     Write {
@@ -537,6 +543,20 @@ fn retry(tree: &Tree, parked: Parked) -> Option<Parked> {
                 None
             }
         },
+        Op::ReadDir { fh, offset, reply } => match tree.readdir(fh, offset) {
+            Ok(Some(entries)) => {
+                reply_listing(reply, offset, entries);
+                None
+            }
+            Ok(None) => Some(Parked {
+                op: Op::ReadDir { fh, offset, reply },
+                ..parked
+            }),
+            Err(e) => {
+                reply.error(failed("readdir", format_args!("fh {fh}"), e));
+                None
+            }
+        },
     }
 }
 
@@ -559,6 +579,10 @@ fn finish_timed_out(tree: &Tree, parked: Parked) {
             libc::EAGAIN,
             "the command took no input before the wait ran out; nothing was written",
         )),
+        Op::ReadDir { fh, offset, reply } => match tree.readdir_timed_out(fh, offset) {
+            Ok(entries) => reply_listing(reply, offset, entries),
+            Err(e) => reply.error(failed("readdir", format_args!("fh {fh}"), e)),
+        },
         op => fail_parked(
             op,
             libc::ENOENT,
@@ -593,6 +617,9 @@ fn fail_parked(op: Op, errno: i32, reason: &str) {
         )),
         Op::Write { fh, reply, .. } => {
             reply.error(refused("write", format_args!("fh {fh}"), errno, reason))
+        }
+        Op::ReadDir { fh, reply, .. } => {
+            reply.error(refused("readdir", format_args!("fh {fh}"), errno, reason))
         }
     }
 }
@@ -661,6 +688,20 @@ fn file_attr(attr: &Attr, (uid, gid): (u32, u32)) -> FileAttr {
         blksize: attr.blksize,
         flags: 0,
     }
+}
+
+/// Answers a READDIR with `entries`, the directory's from `offset` on.
+fn reply_listing(mut reply: ReplyDirectory, offset: u64, entries: Vec<(u64, Kind, String)>) {
+    for (index, (ino, kind, name)) in entries.into_iter().enumerate() {
+        let kind = match kind {
+            Kind::Dir => FileType::Directory,
+            Kind::File => FileType::RegularFile,
+        };
+        if reply.add(INodeNo(ino), offset + index as u64 + 1, kind, name) {
+            break;
+        }
+    }
+    reply.ok();
 }
 
 fn reply_entry(reply: ReplyEntry, attr: &Attr, owner: (u32, u32)) {
@@ -1046,25 +1087,25 @@ impl Filesystem for Driver {
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         match self.tree.readdir(fh.0, offset) {
-            Ok(entries) => {
-                for (index, (ino, kind, name)) in entries.into_iter().enumerate() {
-                    let kind = match kind {
-                        Kind::Dir => FileType::Directory,
-                        Kind::File => FileType::RegularFile,
-                    };
-                    if reply.add(INodeNo(ino), offset + index as u64 + 1, kind, name) {
-                        break;
-                    }
-                }
-                reply.ok();
-            }
+            Ok(Some(entries)) => reply_listing(reply, offset, entries),
+            Ok(None) => self.lot.park(
+                &self.tree,
+                Awaited::Release,
+                req.pid(),
+                Instant::now() + PAGE_PATIENCE,
+                Op::ReadDir {
+                    fh: fh.0,
+                    offset,
+                    reply,
+                },
+            ),
             Err(e) => reply.error(failed("readdir", format_args!("fh {}", fh.0), e)),
         }
     }

@@ -141,6 +141,21 @@ impl Tree {
     }
 
     fn opendir_locked(&self, state: &mut State, effects: &mut Effects, ino: u64) -> FsResult<u64> {
+        // `ls cmd/` waits for a draft about to become a command, as `cmd/index.md` does.
+        if ino == names::CMD && state.drafts_settling() {
+            return Ok(state.add_handle(None, Body::Settling(ino)));
+        }
+        let listing = self.listing(state, effects, ino)?;
+        Ok(state.add_handle(None, Body::Listing(listing)))
+    }
+
+    /// What directory `ino` holds now (starting decided drafts first, for `cmd/`).
+    fn listing(
+        &self,
+        state: &mut State,
+        effects: &mut Effects,
+        ino: u64,
+    ) -> FsResult<Vec<(u64, Kind, String)>> {
         if ino == names::CMD {
             self.start_all_decided(state, effects);
         }
@@ -179,18 +194,50 @@ impl Tree {
             }
             _ => return Err(Error::new(libc::ENOTDIR, "not a directory")),
         }
-        Ok(state.add_handle(None, Body::Listing(listing)))
+        Ok(listing)
     }
 
     /// Entries of an open directory from `offset` on.
-    pub fn readdir(&self, fh: u64, offset: u64) -> FsResult<Vec<(u64, Kind, String)>> {
-        let state = self.state.lock();
-        match state.handles.get(&fh).map(|h| &h.body) {
-            Some(Body::Listing(listing)) => {
-                Ok(listing.iter().skip(offset as usize).cloned().collect())
-            }
-            _ => Err(Error::new(libc::EBADF, "not an open directory")),
-        }
+    /// None: `cmd/` was opened while a draft settled, and still settles; ask again
+    /// after the tree reports a change, and at the deadline take
+    /// [`Tree::readdir_timed_out`].
+    pub fn readdir(&self, fh: u64, offset: u64) -> FsResult<Option<Vec<(u64, Kind, String)>>> {
+        self.readdir_settling(fh, offset, false)
+    }
+
+    /// The entries of a listing that waited its patience out: as they are now.
+    pub fn readdir_timed_out(&self, fh: u64, offset: u64) -> FsResult<Vec<(u64, Kind, String)>> {
+        Ok(self.readdir_settling(fh, offset, true)?.unwrap_or_default())
+    }
+
+    fn readdir_settling(
+        &self,
+        fh: u64,
+        offset: u64,
+        anyway: bool,
+    ) -> FsResult<Option<Vec<(u64, Kind, String)>>> {
+        self.locked(|state, effects| {
+            let listing = match state.handles.get(&fh).map(|h| &h.body) {
+                Some(Body::Listing(listing)) => listing,
+                Some(Body::Settling(ino)) => {
+                    let ino = *ino;
+                    if !anyway && state.drafts_settling() {
+                        return Ok(None);
+                    }
+                    let listing = self.listing(state, effects, ino)?;
+                    let handle = state.handles.get_mut(&fh).expect("looked up just above");
+                    handle.body = Body::Listing(listing);
+                    match &handle.body {
+                        Body::Listing(listing) => listing,
+                        _ => unreachable!("set just above"),
+                    }
+                }
+                _ => return Err(Error::new(libc::EBADF, "not an open directory")),
+            };
+            Ok(Some(
+                listing.iter().skip(offset as usize).cloned().collect(),
+            ))
+        })
     }
 
     pub fn releasedir(&self, fh: u64) {

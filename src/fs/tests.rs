@@ -252,6 +252,7 @@ impl Rig {
             .tree
             .readdir(fh, 2)
             .expect("readdir")
+            .expect("a listing nothing holds up")
             .into_iter()
             .map(|(_, _, name)| name)
             .collect();
@@ -609,7 +610,11 @@ fn lookups_under_a_starting_command_wait_too() {
     ));
     // The directory's inode, as a listing hands it out before the spawn is done.
     let fh = rig.tree.opendir(names::CMD).expect("opendir");
-    let listing = rig.tree.readdir(fh, 0).expect("readdir");
+    let listing = rig
+        .tree
+        .readdir(fh, 0)
+        .expect("readdir")
+        .expect("nothing settles");
     rig.tree.releasedir(fh);
     let (dir, _, _) = listing
         .into_iter()
@@ -985,6 +990,17 @@ fn the_command_index_waits_for_a_draft_whose_last_close_is_on_its_way() {
     assert!(matches!(rig.tree.read(page, 0, 4096), Ok(Read::Data(_))));
     rig.tree.release(page);
     rig.tree.release(held);
+
+    // A listing of cmd/ opened in the same moment waits for the draft too.
+    let writer = rig.create("z").expect("created");
+    rig.write(writer, 0, "true").expect("written");
+    rig.tree.flush(writer).expect("the close's flush");
+    let dir = rig.tree.opendir(names::CMD).expect("opendir");
+    assert!(matches!(rig.tree.readdir(dir, 0), Ok(None)));
+    rig.tree.release(writer);
+    let listed = rig.tree.readdir(dir, 0).expect("readdir").expect("settled");
+    assert!(listed.iter().any(|(_, _, name)| name == "z"), "{listed:?}");
+    rig.tree.releasedir(dir);
 }
 
 #[test]
