@@ -386,6 +386,7 @@ impl CommandCgroup {
     }
 
     /// The directory, open, for a child born into the cgroup.
+    #[cfg(target_os = "linux")]
     pub fn fd(&self) -> Option<OwnedFd> {
         self.held.lock().as_ref()?.try_clone().ok()
     }

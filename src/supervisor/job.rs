@@ -739,6 +739,7 @@ impl Job {
     }
 
     /// The command's cgroup directory, open, for a child born into it.
+    #[cfg(target_os = "linux")]
     pub(crate) fn cgroup_fd(&self) -> Option<std::os::fd::OwnedFd> {
         self.cgroup.as_ref().and_then(CommandCgroup::fd)
     }
