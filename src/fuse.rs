@@ -3,11 +3,12 @@
 //!
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
 //! `follow`), writes to a command's input while it is full, and lookups, reads of
-//! `cmd/index.md` and listings of `cmd/` that race a writer's final close. No FUSE worker ever waits; the reply is stored and the worker
-//! returns. A parked reply is answered when what it waits for happens: news of a
-//! change of state (an exit, a start, a release) is answered on the thread that
-//! brings it, so `wait` costs no extra thread hop; output news goes to one thread (the
-//! "waker"), which also answers replies whose deadline (`--wait-timeout`) passes and
+//! `cmd/index.md` and listings of `cmd/` that race a writer's final close. No FUSE
+//! worker ever waits; the reply is stored and the worker returns. A parked reply is
+//! answered when what it waits for happens: news of a change of state (an exit, a
+//! start, a release) is answered on the thread that brings it, so `wait` costs no
+//! extra thread hop; output news goes to one thread (the "waker"), which also answers
+//! replies whose deadline (`--wait-timeout`, or a shorter patience) passes and
 //! those whose reading process has a signal pending (fuser does not pass
 //! FUSE_INTERRUPT on, so without this a Ctrl-C'd reader would hang). Each parked reply
 //! is owned by exactly one place at a time (the lot, or the thread that took it out),
@@ -43,8 +44,8 @@ const TTL: Duration = Duration::ZERO;
 const FIXED_ENTRY_TTL: Duration = Duration::from_secs(3600);
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
-/// How long a read of `cmd/index.md` may wait for a draft to settle before it takes
-/// the page as it is.
+/// How long a read of `cmd/index.md` or a listing of `cmd/` may wait for a draft to
+/// settle before it takes the page or the directory as it is.
 const PAGE_PATIENCE: Duration = crate::fs::RELEASE_WINDOW;
 /// How often the waker looks at deadlines and callers' signals, and the ticker at the
 /// tree's clock.
