@@ -25,7 +25,8 @@ pub(super) struct Draft {
 }
 
 /// How long after a writer's flush its RELEASE is looked for by a reader of
-/// `cmd/index.md` (the kernel sends it right after the close, later only under load).
+/// `cmd/index.md` or of the listing of `cmd/` (the kernel sends it right after the
+/// close, later only under load).
 pub const RELEASE_WINDOW: Duration = Duration::from_millis(200);
 
 /// Where a draft is in its life, with what that stage needs to know.
@@ -340,7 +341,7 @@ impl State {
     }
 
     /// Whether any draft is settling (see [`Draft::settling`]), for a reader of
-    /// `cmd/index.md`: one being decided, or one a writer flushed less than
+    /// `cmd/index.md` or of the listing of `cmd/`: one being decided, or one a writer flushed less than
     /// [`RELEASE_WINDOW`] ago (a writer that keeps a draft open after closing a copy of
     /// its descriptor holds up no page).
     pub fn drafts_settling(&self) -> bool {
