@@ -338,7 +338,7 @@ impl Tree {
                         // A lookup under cmd/ now waits for the last close, as after
                         // any close that follows the last write.
                         *flushed = true;
-                        draft.touched = std::time::Instant::now();
+                        draft.touched = Instant::now();
                         Err(Error::new(libc::EPERM, "an earlier write was refused"))
                     }
                     _ => Ok(()),

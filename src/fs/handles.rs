@@ -197,46 +197,51 @@ impl Tree {
         Ok(listing)
     }
 
-    /// Entries of an open directory from `offset` on.
-    /// None: `cmd/` was opened while a draft settled, and still settles; ask again
-    /// after the tree reports a change, and at the deadline take
-    /// [`Tree::readdir_timed_out`].
+    /// Entries of an open directory from `offset` on. None: `cmd/` was opened while a
+    /// draft settled, and still settles; ask again after the tree reports a change,
+    /// and at the deadline take [`Tree::readdir_timed_out`].
     pub fn readdir(&self, fh: u64, offset: u64) -> FsResult<Option<Vec<(u64, Kind, String)>>> {
-        self.readdir_settling(fh, offset, false)
+        if self.settle(fh, false)? {
+            return Ok(None);
+        }
+        let state = self.state.lock();
+        match state.handles.get(&fh).map(|h| &h.body) {
+            Some(Body::Listing(listing)) => Ok(Some(
+                listing.iter().skip(offset as usize).cloned().collect(),
+            )),
+            _ => Err(Error::new(libc::EBADF, "not an open directory")),
+        }
     }
 
     /// The entries of a listing that waited its patience out: as they are now.
     pub fn readdir_timed_out(&self, fh: u64, offset: u64) -> FsResult<Vec<(u64, Kind, String)>> {
-        Ok(self.readdir_settling(fh, offset, true)?.unwrap_or_default())
+        self.settle(fh, true)?;
+        Ok(self.readdir(fh, offset)?.unwrap_or_default())
     }
 
-    fn readdir_settling(
-        &self,
-        fh: u64,
-        offset: u64,
-        anyway: bool,
-    ) -> FsResult<Option<Vec<(u64, Kind, String)>>> {
+    /// A handle opened while a draft settled (`Body::Settling`) becomes what it reads,
+    /// the page or the listing of `cmd/`, once nothing settles, or `anyway` (its wait
+    /// is over), starting decided drafts first as an open does. Returns whether it
+    /// must wait still; false for every other handle.
+    fn settle(&self, fh: u64, anyway: bool) -> FsResult<bool> {
         self.locked(|state, effects| {
-            let listing = match state.handles.get(&fh).map(|h| &h.body) {
-                Some(Body::Listing(listing)) => listing,
-                Some(Body::Settling(ino)) => {
-                    let ino = *ino;
-                    if !anyway && state.drafts_settling() {
-                        return Ok(None);
-                    }
-                    let listing = self.listing(state, effects, ino)?;
-                    let handle = state.handles.get_mut(&fh).expect("looked up just above");
-                    handle.body = Body::Listing(listing);
-                    match &handle.body {
-                        Body::Listing(listing) => listing,
-                        _ => unreachable!("set just above"),
-                    }
-                }
-                _ => return Err(Error::new(libc::EBADF, "not an open directory")),
+            let Some(Body::Settling(ino)) = state.handles.get(&fh).map(|h| &h.body) else {
+                return Ok(false);
             };
-            Ok(Some(
-                listing.iter().skip(offset as usize).cloned().collect(),
-            ))
+            let ino = *ino;
+            if !anyway && state.drafts_settling() {
+                return Ok(true);
+            }
+            let body = if ino == names::CMD {
+                Body::Listing(self.listing(state, effects, ino)?)
+            } else {
+                self.start_all_decided(state, effects);
+                Body::Fixed(self.render_page(state, ino))
+            };
+            if let Some(handle) = state.handles.get_mut(&fh) {
+                handle.body = body;
+            }
+            Ok(false)
         })
     }
 
@@ -414,11 +419,10 @@ impl Tree {
         let mut state = self.state.lock();
         if let Some(Body::Settling(_)) = state.handles.get(&fh).map(|h| &h.body) {
             drop(state);
-            return match self.read_settling(fh, offset, size, false) {
-                Some(read) => Ok(read),
-                // Another read rendered it meanwhile, or the handle is gone.
-                None => self.read(fh, offset, size),
-            };
+            if self.settle(fh, false)? {
+                return Ok(Read::Later);
+            }
+            return self.read(fh, offset, size);
         }
         if let Some(Body::Wait { job, answer }) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
             let said = match answer {
@@ -494,41 +498,19 @@ impl Tree {
         })
     }
 
-    /// A read of a page opened while a draft settled: None for any other handle.
-    /// Renders the page once nothing settles (or `anyway`, at the deadline), starting
-    /// the commands it lists first, as its open does.
-    fn read_settling(&self, fh: u64, offset: u64, size: u32, anyway: bool) -> Option<Read> {
-        self.locked(|state, effects| {
-            let Some(Body::Settling(ino)) = state.handles.get(&fh).map(|h| &h.body) else {
-                return None;
-            };
-            let ino = *ino;
-            if !anyway && state.drafts_settling() {
-                return Some(Read::Later);
-            }
-            self.start_all_decided(state, effects);
-            let page = self.render_page(state, ino);
-            let read = slice_at(&page, offset, size as usize);
-            if let Some(handle) = state.handles.get_mut(&fh) {
-                handle.body = Body::Fixed(page);
-            }
-            Some(Read::Data(read))
-        })
-    }
-
     /// What a parked read answers once its wait is over (`--wait-timeout`, or the
     /// page's patience): `running\n` for `wait`, end-of-file for `follow`, the page as
     /// it is for `cmd/index.md`.
     pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
-        if let Some(Read::Data(bytes)) = self.read_settling(fh, offset, size, true) {
-            return bytes;
-        }
+        let _ = self.settle(fh, true);
         let mut state = self.state.lock();
         match state.handles.get_mut(&fh).map(|h| &mut h.body) {
             Some(Body::Wait { answer, .. }) => {
                 let said = *answer.get_or_insert(pages::wait_answer(None));
                 slice_at(said, offset, size as usize)
             }
+            // A page that waited for a draft to settle, taken as it is now.
+            Some(Body::Fixed(bytes)) => slice_at(bytes, offset, size as usize),
             _ => Vec::new(),
         }
     }

@@ -331,13 +331,10 @@ impl Shared {
             if ready.len() < READY_MAX {
                 return ready.push(slot);
             }
-            drop(ready);
-            let _ = std::fs::remove_dir(&slot.dir);
-            return;
         }
         let _ = std::fs::remove_dir(&slot.dir);
         drop(slot);
-        if self.ready.lock().is_empty() {
+        if self.memory && self.ready.lock().is_empty() {
             if let Ok(slot) = self.make() {
                 self.ready.lock().push(slot);
             }

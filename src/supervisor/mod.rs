@@ -425,9 +425,6 @@ impl Supervisor {
         };
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
-            if stderr.is_some() {
-                self.registry.unreserve(id);
-            }
             let capture = self.spool.capture(&request.name, &request.text);
             let job = Job::new(
                 id,
@@ -472,9 +469,6 @@ impl Supervisor {
                     _ => "pipes",
                 };
                 let message = format!("terminalfs: cannot make {what}: {error}\n");
-                if stderr.is_some() {
-                    self.registry.unreserve(id);
-                }
                 return self.failed(Arc::new(job), &message);
             }
         };
@@ -501,8 +495,6 @@ impl Supervisor {
             }
             Err(message) => {
                 self.pump.abandon(id);
-                // Its stderr file's id, if one was set aside for it, is gone with it.
-                self.registry.unreserve(id);
                 return self.failed(job, &message);
             }
         }
@@ -602,14 +594,22 @@ impl Supervisor {
             forked.map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
         // Our copies of the child's ends go now, or the pipes never end; the script
         // too (the child has its own).
-        drop((stdin, stdout_write, stderr_write, status_write, script));
-        drop(stderr_file);
+        drop((
+            stdin,
+            stdout_write,
+            stderr_write,
+            status_write,
+            script,
+            stderr_file,
+        ));
         Ok(forked)
     }
 
     /// A job that never ran: it has stopped with exit code -1 and `message` on its
     /// stderr, and the cgroup made for it is gone.
     fn failed(&self, job: Arc<Job>, message: &str) -> Arc<Job> {
+        // The id it may have been given with a readied stderr file is used up.
+        self.registry.unreserve(job.id());
         job.mark_failed_to_start(message);
         job.remove_cgroup_if_done();
         (self.notify)(job.id(), News::State);

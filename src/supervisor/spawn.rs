@@ -208,11 +208,9 @@ impl Environment {
     pub fn of_this_process() -> Environment {
         let entries = std::env::vars_os()
             .filter_map(|(key, value)| {
-                let mut entry = key.as_bytes().to_vec();
-                entry.push(b'=');
-                entry.extend_from_slice(value.as_bytes());
                 // A variable with a NUL byte cannot be passed on; it is left out.
-                Some((key, CString::new(entry).ok()?))
+                let entry = CString::new(env_entry(key.as_bytes(), value.as_bytes())).ok()?;
+                Some((key, entry))
             })
             .collect();
         Environment(entries)
@@ -227,13 +225,15 @@ impl Environment {
             .map(|(_, entry)| entry.clone())
             .collect();
         for (name, value) in extra {
-            let mut entry = name.as_bytes().to_vec();
-            entry.push(b'=');
-            entry.extend_from_slice(value.as_bytes());
-            entries.push(c_string(&entry)?);
+            entries.push(c_string(&env_entry(name.as_bytes(), value.as_bytes()))?);
         }
         Ok(entries)
     }
+}
+
+/// `name=value`, as an environment entry.
+fn env_entry(name: &[u8], value: &[u8]) -> Vec<u8> {
+    [name, b"=", value].concat()
 }
 
 /// Who forked a command's shell, and so who reaps it and what its `ru_maxrss` starts
@@ -342,12 +342,7 @@ impl Prepared {
             pointers
         };
         let (argv, envp) = (pointers(&self.args), pointers(&self.env));
-        // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
-        let default_action: libc::sigaction = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = libc::SIG_DFL;
-            action
-        };
+        let default_action = default_action();
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if self.adopt {
             // SAFETY: the child runs only `child`, as after a fork.
@@ -431,10 +426,8 @@ impl Prepared {
         // its parent's memory; ignored ones would survive the exec.)
         match self.resets {
             Resets::Every => {
-                for signal in 1..SIGNAL_LIMIT {
-                    if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                        reset_signal(signal, default_action);
-                    }
+                for signal in settable_signals() {
+                    reset_signal(signal, default_action);
                 }
             }
             Resets::Only(signals) => {
@@ -673,17 +666,25 @@ impl Prepared {
 /// sets itself (a process that forks children sharing its memory, so that each child
 /// has only `keep` to reset).
 pub fn default_dispositions(keep: &[i32]) {
+    let default_action = default_action();
+    for signal in settable_signals().filter(|signal| !keep.contains(signal)) {
+        // SAFETY: setting a disposition with a valid sigaction.
+        unsafe { reset_signal(signal, &default_action) };
+    }
+}
+
+/// Every signal whose disposition can be set (all but SIGKILL and SIGSTOP).
+fn settable_signals() -> impl Iterator<Item = i32> {
+    (1..SIGNAL_LIMIT).filter(|&signal| signal != libc::SIGKILL && signal != libc::SIGSTOP)
+}
+
+/// The default disposition: `SIG_DFL`, no flags, an empty mask.
+fn default_action() -> libc::sigaction {
     // SAFETY: a zeroed sigaction with SIG_DFL is the default disposition.
-    let default_action: libc::sigaction = unsafe {
+    unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = libc::SIG_DFL;
         action
-    };
-    for signal in 1..SIGNAL_LIMIT {
-        if signal != libc::SIGKILL && signal != libc::SIGSTOP && !keep.contains(&signal) {
-            // SAFETY: setting a disposition with a valid sigaction.
-            unsafe { reset_signal(signal, &default_action) };
-        }
     }
 }
 
