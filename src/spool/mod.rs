@@ -232,7 +232,8 @@ enum Task {
     },
     /// Writes the store's newest unwritten record, if it still has one, atomically (a
     /// temporary file renamed over it), unless the store is gone by then. The record of
-    /// a store whose first files wait is left for them.
+    /// a store whose first files wait is left for them, unless this task holds the
+    /// store's last reference: then the first files are written now, record and all.
     Record(Arc<Store>),
     /// Sets the modification time of a store's record (the last read, kept across
     /// restarts), writing its first files first if they wait.

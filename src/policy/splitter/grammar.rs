@@ -232,10 +232,9 @@ impl<'s> Parser<'s> {
                     let redirect_follows =
                         matches!(self.peek(), Some(b'<' | b'>')) && self.peek_at(1) != Some(b'(');
                     if !(redirect_follows && is_fd_prefix(&word)) {
-                        let src = self.src;
                         let words = st
                             .brace_expands(&word)
-                            .then(|| self.brace_words(cx, &src[start..self.pos]))
+                            .then(|| self.brace_words(cx, &self.src[start..self.pos]))
                             .flatten();
                         match words {
                             Some(words) => self.brace_expanded(&mut st, words),
@@ -553,8 +552,7 @@ impl<'s> Parser<'s> {
         };
         // A target is brace-expanded too (more than one word is an error bash reports
         // after running the substitutions of each).
-        let src = self.src;
-        self.brace_words(cx, &src[start..self.pos]);
+        self.brace_words(cx, &self.src[start..self.pos]);
         if closes && (target.text.len() > 1 || target.quoted) {
             // `2>&-x`, `<& -x`: bash closes the descriptor and reads what follows the `-`
             // as a word of the command (`2>&-sudo id` runs `sudo id`).
@@ -577,8 +575,7 @@ impl<'s> Parser<'s> {
         if self.starts_word() {
             let start = self.pos;
             let _target = self.lex_word(cx);
-            let src = self.src;
-            self.brace_words(cx, &src[start..self.pos]);
+            self.brace_words(cx, &self.src[start..self.pos]);
         }
     }
 
@@ -801,14 +798,12 @@ fn split_word(word: Word) -> Vec<Word> {
             } else {
                 None
             },
-            ..Word {
-                quoted: word.quoted,
-                expanded: word.expanded,
-                brace: word.brace,
-                glob: word.glob,
-                dynamic: word.dynamic,
-                ..Word::default()
-            }
+            quoted: word.quoted,
+            expanded: word.expanded,
+            brace: word.brace,
+            glob: word.glob,
+            dynamic: word.dynamic,
+            ..Word::default()
         })
         .collect()
 }

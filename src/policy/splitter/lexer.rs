@@ -539,12 +539,10 @@ impl<'s> Parser<'s> {
                         self.advance(1);
                     }
                     sub_parse(cx, text, self.depth + 1);
-                    self.push_placeholder(buf, start, b"$(...)");
-                    return Dollar::Expanded;
                 } else {
                     self.advance(2);
+                    self.command_substitution(cx);
                 }
-                self.command_substitution(cx);
                 self.push_placeholder(buf, start, b"$(...)");
                 Dollar::Expanded
             }

@@ -286,8 +286,7 @@ impl<'s> Parser<'s> {
         };
         let start = self.pos;
         let closed = self.scan_group(cx, group);
-        let src = self.src;
-        self.element_braces(cx, &src[start..self.pos]);
+        self.element_braces(cx, &self.src[start..self.pos]);
         if closed {
             self.advance(1);
         }

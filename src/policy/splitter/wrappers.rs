@@ -711,10 +711,10 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
     }
     // Words a builtin takes as variable names, whose subscripts are expanded once more
     // (`printf -v 'a[$(X)]'`), and the arithmetic of `let`.
-    let after = |flag: &str| -> Vec<&String> {
+    let after = |flag: &str| -> Vec<&str> {
         args.windows(2)
             .filter(|pair| pair[0] == flag)
-            .map(|pair| &pair[1])
+            .map(|pair| pair[1].as_str())
             .collect()
     };
     // An option's value may also be attached (`printf -va[$(X)] x`).
@@ -723,9 +723,10 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
             .filter_map(|a| a.strip_prefix(flag).filter(|name| !name.is_empty()))
             .collect()
     };
-    let mut names: Vec<&str> = match first.as_str() {
-        "printf" | "test" | "[" | "[[" => after("-v").into_iter().map(String::as_str).collect(),
-        "wait" => after("-p").into_iter().map(String::as_str).collect(),
+    let names: Vec<&str> = match first.as_str() {
+        "printf" => [after("-v"), attached("-v")].concat(),
+        "test" | "[" | "[[" => after("-v"),
+        "wait" => [after("-p"), attached("-p")].concat(),
         "unset" | "read" | "declare" | "typeset" | "local" | "export" | "readonly" | "let" => args
             .iter()
             .filter(|a| !a.starts_with('-'))
@@ -733,11 +734,6 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
             .collect(),
         _ => Vec::new(),
     };
-    match first.as_str() {
-        "printf" => names.extend(attached("-v")),
-        "wait" => names.extend(attached("-p")),
-        _ => {}
-    }
     for name in names {
         let name = match first.as_str() {
             "let" => name,
