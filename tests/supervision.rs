@@ -1,15 +1,16 @@
 //! Supervision (SPEC 5–7): containment in a cgroup per command, stopping everything a
-//! command started (kill, rm -r, time limits, driver shutdown and driver crash), limits
-//! set by flags and by `#terminalfs` directives, when a command counts as stopped, and
-//! faults: many children, closed pipes, a flood of output, a missing shell or cwd, and
-//! a thousand commands that must leave no zombie, descriptor or thread behind.
+//! command started (kill, rm -r, time limits, driver shutdown and driver crash; a driver
+//! still stopping leaves the next one on its path alone), limits set by flags and by
+//! `#terminalfs` directives, when a command counts as stopped, and faults: many
+//! children, closed pipes, a flood of output, a missing shell or cwd, and a thousand
+//! commands that must leave no zombie, descriptor or thread behind.
 //!
 //! Processes that a command makes escape on purpose (`setsid`) are recorded in a
 //! [`Reaper`], so a failing test still leaves nothing running.
 
 use crate::common::{
-    children_of, fd_count, group_members, is_mounted, proc_stat, process_alive, thread_count,
-    wait_until, Mount, Options, Reaper, BIN,
+    children_of, fd_count, group_members, is_mounted, proc_stat, process_alive, run_binary,
+    succeeded, thread_count, wait_until, Mount, Options, Reaper, BIN,
 };
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -1148,4 +1149,114 @@ fn after_a_driver_sigkill_nothing_runs_unowned() {
     // And the new driver works.
     assert_eq!(mount.run("again", "echo again"), "completed\n");
     assert_eq!(mount.read("cmd/again/stdout"), "again\n");
+}
+
+/// A driver, taken from its [`Mount`], that is SIGKILLed and reaped when dropped if it
+/// still runs (a test that fails leaves no driver behind).
+struct Driver(std::process::Child);
+
+impl Driver {
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
+    /// Waits (with a deadline) for the driver to exit.
+    fn exited_within(&mut self, timeout: Duration) -> bool {
+        wait_until(timeout, || matches!(self.0.try_wait(), Ok(Some(_))))
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(Some(_))) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[test]
+fn a_driver_still_stopping_leaves_the_next_one_on_its_path_alone() {
+    let reaper = Reaper::default();
+    // The first driver gives its commands a long grace, and its command ignores SIGTERM
+    // and ends only when told to: that driver is still stopping while the next one
+    // starts on the same path and runs commands.
+    let mut mount = Mount::with_args(&["--kill-grace", "60s"]);
+    let contained = cgroups_required(mount.pid() as i32, &mount.path).is_some();
+    let release = mount.dir.path().join("release");
+    std::fs::write(
+        mount.p("ctl/stubborn"),
+        format!(
+            "trap '' TERM; echo up; while [ ! -e '{}' ]; do sleep 0.05; done",
+            release.display()
+        ),
+    )
+    .unwrap();
+    let stubborn = shell_pid(&mount, "stubborn");
+    reaper.watch(stubborn);
+    assert!(
+        wait_until(Duration::from_secs(10), || mount
+            .read("cmd/stubborn/stdout")
+            == "up\n"),
+        "{:?}",
+        mount.read("cmd/stubborn/output")
+    );
+    let mut first = Driver(mount.take_child().expect("the driver runs"));
+    let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
+    succeeded(&out);
+    mount.wait_for_log("stopping (");
+
+    mount.spawn(&[]);
+    let go = mount.dir.path().join("go");
+    std::fs::write(
+        mount.p("ctl/long"),
+        format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; echo done",
+            go.display()
+        ),
+    )
+    .unwrap();
+    assert_eq!(
+        mount.read("cmd/long/status"),
+        "running\n",
+        "{}",
+        mount.read("cmd/long/result.json")
+    );
+    let long = shell_pid(&mount, "long");
+    reaper.watch(long);
+    assert_eq!(mount.run("before", "true"), "completed\n");
+    // The first driver is still waiting for its own command, which has its grace.
+    assert!(process_alive(first.pid()) && process_alive(stubborn));
+
+    // Once its command ends, the first driver stops at once: the second one's running
+    // command is none of its business ...
+    std::fs::write(&release, "").unwrap();
+    assert!(
+        first.exited_within(Duration::from_secs(30)),
+        "the first driver is still stopping:\n{}",
+        mount.log()
+    );
+    // ... and it has neither signalled nor removed anything of the second one's.
+    assert_eq!(mount.read("cmd/long/status"), "running\n");
+    assert!(process_alive(long));
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(mount.wait("long"), "completed\n");
+    assert_eq!(mount.read("cmd/long/stdout"), "done\n");
+    let after = mount.run("after", "true");
+    assert_eq!(after, "completed\n", "{}", result(&mount, "after"));
+    if contained {
+        let containment = result(&mount, "after")["containment"].clone();
+        assert!(
+            containment
+                .as_str()
+                .is_some_and(|c| c.starts_with("cgroup ")),
+            "{containment}"
+        );
+    }
+    // The last driver on the path leaves no cgroup directory behind.
+    let parent = cgroups_required(mount.pid() as i32, &mount.path);
+    assert!(mount.stop().success());
+    if let Some(parent) = parent {
+        assert!(!parent.exists(), "{} is left", parent.display());
+    }
 }

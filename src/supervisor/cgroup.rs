@@ -1,11 +1,16 @@
 //! Per-command cgroups (Linux, cgroup v2), used when the driver may create cgroups below
 //! its own: as root, or as a systemd user service with `Delegate=yes`.
 //!
-//! Layout: `<driver's cgroup>/terminalfs-<tag>/slot-<n>`, where the tag is derived from
-//! the mount path. A cgroup holds every descendant of a command, including those that
+//! Layout: `<driver's cgroup>/terminalfs-<tag>/slot-<pid>-<start>-<n>`, where the tag is
+//! derived from the mount path and `<pid>-<start>` names the driver that made the
+//! cgroup (its pid and when it started, so that a later process with that pid is not
+//! taken for it). A cgroup holds every descendant of a command, including those that
 //! called `setsid`, so stopping a command reaches all of it. Because the parent
 //! directory is named after the mount path, the next driver on the same path finds
-//! what a crashed one left behind and reaps it.
+//! what a crashed one left behind and reaps it; the cgroups of a driver that still
+//! runs (one stopping its commands as the next one starts on its path) are left to
+//! it. A driver signals, waits for and removes only its own cgroups; the parent goes
+//! with the last of them, whichever driver that was.
 //!
 //! A command has its cgroup to itself from its start until nothing of it is left, but
 //! cgroups are made ahead and used again: the first process born into a cgroup made
@@ -40,6 +45,8 @@ pub struct Cgroups {
 #[derive(Debug)]
 struct Shared {
     parent: PathBuf,
+    /// `slot-<pid>-<start>-`: how this driver's cgroups are named.
+    prefix: String,
     /// The memory controller is enabled for command cgroups (`memory.max` works).
     memory: bool,
     /// Cgroups no command has: made ahead, or emptied by a command that has ended.
@@ -124,6 +131,52 @@ fn pids_in(dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// The state letter and start time (clock ticks after boot) of process `pid` ("self"
+/// for this one), from `/proc/<pid>/stat`; None once it is gone.
+fn process_start(pid: &str) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the fields follow the last ')'.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    // Field 22 of the file, the 20th after the name.
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// The name prefix of the cgroups a driver with this pid and start time makes.
+fn slot_prefix(pid: u32, start: u64) -> String {
+    format!("slot-{pid}-{start}-")
+}
+
+/// Whether the driver that made the cgroup `name` still runs. A name that does not say
+/// which driver made it counts as left behind.
+fn owner_runs(name: &str) -> bool {
+    let owner = name
+        .strip_prefix("slot-")
+        .and_then(|rest| rest.rsplit_once('-'))
+        .and_then(|(owner, _)| owner.split_once('-'));
+    let Some((pid, start)) = owner else {
+        return false;
+    };
+    pid.parse::<u32>().is_ok()
+        && process_start(pid).is_some_and(|(state, started)| {
+            !matches!(state, 'Z' | 'X') && start.parse() == Ok(started)
+        })
+}
+
+/// The child cgroups of `parent` whose names `keep` accepts.
+fn slots_in(parent: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|entry| keep(&entry.file_name().to_string_lossy()))
+        .map(|entry| entry.path())
+        .collect()
+}
+
 fn populated(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("cgroup.events")) {
         Ok(events) => events.lines().any(|line| line == "populated 1"),
@@ -168,16 +221,14 @@ fn locate(tag: &str) -> Result<(String, PathBuf, PathBuf), String> {
     Ok((own, base, parent))
 }
 
-/// Kills and removes what a driver for `tag` that is gone left in its cgroups (for
-/// `--unmount` after a crash). Returns the processes killed.
+/// Kills and removes what drivers for `tag` that are gone left in their cgroups (for
+/// `--unmount` after a crash), and the parent if nothing else is left in it. Returns
+/// the processes killed.
 pub fn reap_leftovers(tag: &str) -> usize {
     let Ok((_, _, parent)) = locate(tag) else {
         return 0;
     };
-    if !parent.is_dir() {
-        return 0;
-    }
-    let killed = reap_tree(&parent);
+    let killed = reap_orphans(&parent);
     let _ = std::fs::remove_dir(&parent);
     killed
 }
@@ -188,10 +239,8 @@ impl Cgroups {
     /// reaped from cgroups an earlier driver on the same path left behind.
     pub fn setup(tag: &str) -> Result<(Cgroups, usize), String> {
         let (own, base, parent) = locate(tag)?;
-        let mut reaped = 0;
-        if parent.is_dir() {
-            reaped = reap_tree(&parent);
-        }
+        let (_, start) = process_start("self").ok_or("cannot read /proc/self/stat")?;
+        let reaped = reap_orphans(&parent);
         let memory_available = std::fs::read_to_string(base.join("cgroup.controllers"))
             .unwrap_or_default()
             .split_whitespace()
@@ -215,6 +264,7 @@ impl Cgroups {
         let cgroups = Cgroups {
             shared: Arc::new(Shared {
                 parent,
+                prefix: slot_prefix(std::process::id(), start),
                 memory,
                 ready: Mutex::new(Vec::new()),
                 made: AtomicU64::new(0),
@@ -268,21 +318,25 @@ impl Cgroups {
         Ok(cgroup)
     }
 
-    /// Sends `signal` to every process in every command cgroup but those in `skip`
-    /// (signalled already), including what a command that has stopped left running
-    /// (shutdown). Returns how many processes it signalled.
+    /// This driver's command cgroups (another driver on the same path has its own).
+    fn own_slots(&self) -> Vec<PathBuf> {
+        slots_in(&self.shared.parent, |name| {
+            name.starts_with(&self.shared.prefix)
+        })
+    }
+
+    /// Sends `signal` to every process in every command cgroup of this driver but those
+    /// in `skip` (signalled already), including what a command that has stopped left
+    /// running (shutdown). Returns how many processes it signalled.
     pub fn signal_all(&self, signal: i32, skip: &[&Path]) -> usize {
         let mut seen = 0;
-        if let Ok(entries) = std::fs::read_dir(&self.shared.parent) {
-            for entry in entries.flatten() {
-                let dir = entry.path();
-                if entry.file_type().is_ok_and(|t| t.is_dir()) && !skip.contains(&dir.as_path()) {
-                    for pid in pids_in(&dir) {
-                        seen += 1;
-                        // SAFETY: sending a signal; a vanished pid gives ESRCH.
-                        unsafe {
-                            libc::kill(pid, signal);
-                        }
+        for dir in self.own_slots() {
+            if !skip.contains(&dir.as_path()) {
+                for pid in pids_in(&dir) {
+                    seen += 1;
+                    // SAFETY: sending a signal; a vanished pid gives ESRCH.
+                    unsafe {
+                        libc::kill(pid, signal);
                     }
                 }
             }
@@ -290,30 +344,38 @@ impl Cgroups {
         seen
     }
 
-    /// Whether any process is left in any command cgroup.
+    /// Whether any process is left in any command cgroup of this driver.
     pub fn populated(&self) -> bool {
-        populated(&self.shared.parent)
+        self.own_slots().iter().any(|dir| populated(dir))
     }
 
-    /// Kills everything in every command cgroup and removes them (shutdown).
+    /// Kills everything in this driver's command cgroups and removes them, and the
+    /// parent unless another driver's are in it (shutdown).
     pub fn tear_down(&self) {
         self.shared.ready.lock().clear();
-        reap_tree(&self.shared.parent);
+        reap(self.own_slots());
         let _ = std::fs::remove_dir(&self.shared.parent);
     }
 }
 
 impl Shared {
-    /// Makes a new cgroup (removing what an earlier one of the same name left).
+    /// Makes a new cgroup, and the parent again if a driver that was stopping on this
+    /// path removed it when it held no cgroup of this one's.
     fn make(&self) -> std::io::Result<Slot> {
         let number = self.made.fetch_add(1, Ordering::Relaxed);
-        let dir = self.parent.join(format!("slot-{number}"));
+        let dir = self.parent.join(format!("{}{number}", self.prefix));
         if let Err(error) = std::fs::create_dir(&dir) {
-            if error.kind() != std::io::ErrorKind::AlreadyExists {
+            if error.kind() != std::io::ErrorKind::NotFound {
                 return Err(error);
             }
-            kill_all(&dir, Duration::from_secs(1));
-            let _ = std::fs::remove_dir(&dir);
+            if let Err(error) = std::fs::create_dir(&self.parent) {
+                if error.kind() != std::io::ErrorKind::AlreadyExists {
+                    return Err(error);
+                }
+            }
+            if self.memory {
+                write(&self.parent.join("cgroup.subtree_control"), "+memory")?;
+            }
             std::fs::create_dir(&dir)?;
         }
         let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
@@ -326,7 +388,9 @@ impl Shared {
     /// what its last command did there; then it is removed and a new one made, so
     /// that the next start finds one ready either way.
     fn give_back(&self, slot: Slot) {
-        if !self.memory {
+        // One removed from under it (by hand, or by a driver that took this one for
+        // gone) would fail the next start: only one still there goes back.
+        if !self.memory && slot.dir.is_dir() {
             let mut ready = self.ready.lock();
             if ready.len() < READY_MAX {
                 return ready.push(slot);
@@ -342,16 +406,18 @@ impl Shared {
     }
 }
 
-/// Kills and removes every child cgroup of `parent`; returns the processes killed.
-fn reap_tree(parent: &Path) -> usize {
+/// Kills and removes the cgroups below `parent` whose driver no longer runs; returns the
+/// processes killed.
+fn reap_orphans(parent: &Path) -> usize {
+    reap(slots_in(parent, |name| !owner_runs(name)))
+}
+
+/// Kills everything in these cgroups and removes them; returns the processes killed.
+fn reap(dirs: Vec<PathBuf>) -> usize {
     let mut killed = 0;
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                killed += kill_all(&entry.path(), Duration::from_secs(2));
-                let _ = std::fs::remove_dir(entry.path());
-            }
-        }
+    for dir in dirs {
+        killed += kill_all(&dir, Duration::from_secs(2));
+        let _ = std::fs::remove_dir(&dir);
     }
     killed
 }
@@ -521,6 +587,36 @@ mod tests {
         );
         assert_eq!(own_cgroup("0::/\n").as_deref(), Some("/"));
         assert_eq!(own_cgroup("4:memory:/x\n"), None);
+    }
+
+    #[test]
+    fn a_cgroup_belongs_to_a_running_driver_only_while_that_driver_runs() {
+        let (_, start) = process_start("self").expect("this process has a stat");
+        let me = std::process::id();
+        assert!(owner_runs(&format!("{}7", slot_prefix(me, start))));
+        // Another process that reuses the pid started later.
+        assert!(!owner_runs(&format!("{}7", slot_prefix(me, start + 1))));
+        // A driver that has died (a zombie until reaped) or is gone.
+        let mut child = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let (_, started) = process_start(&pid.to_string()).unwrap();
+        let name = format!("{}0", slot_prefix(pid, started));
+        assert!(owner_runs(&name));
+        child.kill().unwrap();
+        let dead = Instant::now() + Duration::from_secs(10);
+        while owner_runs(&name) && Instant::now() < dead {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!owner_runs(&name), "a zombie does not run");
+        child.wait().unwrap();
+        assert!(!owner_runs(&name));
+        // A name that does not say whose it is counts as left behind.
+        assert!(!owner_runs("slot-0"));
+        assert!(!owner_runs("slot-self-0-0"));
+        assert!(!owner_runs("terminalfs-driver"));
     }
 
     #[test]
