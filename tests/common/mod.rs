@@ -1,6 +1,7 @@
 //! The test rig: a real terminalfs mount in a temporary directory, driven by real
 //! shell tools. `Mount` starts the binary, waits (with a deadline) until the tree
-//! answers, and on drop stops the driver and removes the mount even when a test fails.
+//! answers, and on drop stops the driver and removes the mount, and what a killed
+//! driver left in its cgroups, even when a test fails.
 
 #![allow(dead_code)]
 
@@ -299,6 +300,16 @@ impl Drop for Mount {
         if is_mounted(&self.path) {
             let _ = Command::new("umount").arg("-l").arg(&self.path).status();
         }
+        // A driver killed on purpose leaves its cgroups for the next one on its path,
+        // and no later test uses this path: the product's own cleanup removes them.
+        let _ = Command::new(BIN)
+            .arg("--unmount")
+            .arg("--path")
+            .arg(&self.path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
