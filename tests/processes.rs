@@ -196,6 +196,42 @@ fn many_commands_at_once() {
     }
 }
 
+/// Commands decided by several writers at once: a request thread runs a spawn itself
+/// only while the other is free, so children that open their stderr file through the
+/// mount before their exec (all but the one readied ahead) are always served.
+#[test]
+fn commands_written_by_several_writers_at_once_all_run() {
+    let mount = Mount::start();
+    // Each writer is killed after two minutes, so that a mount that stopped serving
+    // fails the test rather than hanging it.
+    mount.ok(r#"pids=
+        for w in 1 2 3 4 5 6; do
+          timeout -s KILL 120 sh -c 'for n in 1 2 3 4 5 6 7 8; do
+            echo "echo o$0.$n; echo e$0.$n >&2" > "$M/ctl/w$0-$n" || exit 1
+          done' $w &
+          pids="$pids $!"
+        done
+        for pid in $pids; do wait $pid || exit 1; done"#);
+    for w in 1..=6 {
+        for n in 1..=8 {
+            let name = format!("w{w}-{n}");
+            assert_eq!(
+                mount.read(&format!("cmd/{name}/wait")),
+                "completed\n",
+                "{name}"
+            );
+            assert_eq!(
+                mount.read(&format!("cmd/{name}/stdout")),
+                format!("o{w}.{n}\n")
+            );
+            assert_eq!(
+                mount.read(&format!("cmd/{name}/stderr")),
+                format!("e{w}.{n}\n")
+            );
+        }
+    }
+}
+
 /// Waits until `cmd/<name>/<file>` contains `needle`; returns what it holds then.
 fn holds(mount: &Mount, relative: &str, needle: &str) -> String {
     let mut text = String::new();
