@@ -454,8 +454,8 @@ fn serve(
         fuser::MountOption::NoSuid,
         fuser::MountOption::NoDev,
     ];
-    if fuse::REQUEST_THREADS > 1 {
-        fuse_config.n_threads = Some(fuse::REQUEST_THREADS);
+    if cfg!(target_os = "linux") {
+        fuse_config.n_threads = Some(2);
     }
     let mut session = fuser::Session::new(parts.driver, &config.path, &fuse_config)
         .map_err(|e| format!("cannot mount at {}: {e}", config.path.display()))?;

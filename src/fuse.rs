@@ -4,9 +4,7 @@
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
 //! `follow`), writes to a command's input while it is full, and lookups, reads of
 //! `cmd/index.md` and listings of `cmd/` that race a writer's final close. No FUSE
-//! worker waits for them; the reply is stored and the worker returns. (The one wait a
-//! worker may do: having answered the release that decided a command, it runs that
-//! command's spawn when the other worker is not running one; see [`REQUEST_THREADS`].) A parked reply is
+//! worker ever waits; the reply is stored and the worker returns. A parked reply is
 //! answered when what it waits for happens: news of a change of state (an exit, a
 //! start, a release) is answered on the thread that brings it, so `wait` costs no
 //! extra thread hop; output news goes to one thread (the "waker"), which also answers
@@ -17,9 +15,9 @@
 //! so it is answered exactly once.
 //!
 //! A second thread (the "ticker") does the tree's slow work off the request threads:
-//! the periodic tick (settle, keep, abandoned drafts), the spawns the tree queues that
-//! no request thread runs, and readying the next start while a draft is written (it
-//! opens a file of this mount, so never on a thread that serves it).
+//! the periodic tick (settle, keep, abandoned drafts), the spawns the tree queues, and
+//! readying the next start while a draft is written (it opens a file of this mount, so
+//! never on a thread that serves it).
 
 use crate::fs::stderr::stderr_job;
 use crate::fs::{
@@ -338,11 +336,6 @@ pub struct Driver {
     tree: Arc<Tree>,
     lot: Arc<Lot>,
 }
-
-/// How many threads serve requests: more than one only where fuser allows (Linux).
-/// With two, the thread that answers a draft's last close runs its spawn (see
-/// [`Tree::start_here`]) while the other serves.
-pub const REQUEST_THREADS: usize = if cfg!(target_os = "linux") { 2 } else { 1 };
 
 /// The adapter plus the thread that answers its parked replies.
 pub struct Parts {
@@ -747,14 +740,6 @@ impl Driver {
     fn owner(&self) -> (u32, u32) {
         owner(&self.tree)
     }
-
-    /// Runs a queued spawn on this request thread, once its request is answered or
-    /// parked (see [`Tree::start_here`]); only where another thread serves meanwhile.
-    fn start_here(&self) {
-        if REQUEST_THREADS > 1 {
-            self.tree.start_here();
-        }
-    }
 }
 
 impl Filesystem for Driver {
@@ -774,28 +759,21 @@ impl Filesystem for Driver {
         }
         match self.tree.lookup(parent.0, name.as_bytes()) {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
-            Ok(Lookup::Later(later)) => {
-                self.lot.park(
-                    &self.tree,
-                    Awaited::Release,
-                    req.pid(),
-                    Instant::now()
-                        + match later {
-                            Later::Close => LOOKUP_PATIENCE,
-                            Later::Start => self.tree.config().wait_timeout,
-                        },
-                    Op::Lookup {
-                        parent: parent.0,
-                        name: name.to_os_string(),
-                        reply,
+            Ok(Lookup::Later(later)) => self.lot.park(
+                &self.tree,
+                Awaited::Release,
+                req.pid(),
+                Instant::now()
+                    + match later {
+                        Later::Close => LOOKUP_PATIENCE,
+                        Later::Start => self.tree.config().wait_timeout,
                     },
-                );
-                // Parked: the spawn it waits for (queued by this lookup, most often)
-                // may run on this thread.
-                if later == Later::Start {
-                    self.start_here();
-                }
-            }
+                Op::Lookup {
+                    parent: parent.0,
+                    name: name.to_os_string(),
+                    reply,
+                },
+            ),
             Err(e) => reply.error(failed("lookup", format_args!("{}/{:?}", parent.0, name), e)),
         }
     }
@@ -1096,12 +1074,9 @@ impl Filesystem for Driver {
             reply.ok();
             return self.tree.stderr_release(id);
         }
-        // Answered first: a lookup waiting for this close may queue a start, which
-        // may run on this thread.
-        reply.ok();
         self.tree.release(fh.0);
+        reply.ok();
         self.lot.wakes.released();
-        self.start_here();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

@@ -196,9 +196,9 @@ fn many_commands_at_once() {
     }
 }
 
-/// Commands decided by several writers at once: a request thread runs a spawn itself
-/// only while the other is free, so children that open their stderr file through the
-/// mount before their exec (all but the one readied ahead) are always served.
+/// Commands decided by several writers at once all run, with their output: children
+/// that open their stderr file through the mount before their exec (all but one readied
+/// ahead) are served while other commands are written and started.
 #[test]
 fn commands_written_by_several_writers_at_once_all_run() {
     let mount = Mount::start();

@@ -194,62 +194,35 @@ impl Tree {
                 (state.starts.pop_front(), state.drafts_coming())
             };
             let Some((id, request)) = next else {
-                // A start on a request thread takes what was readied; what to ready
-                // next waits for it rather than competing with its fork.
-                if !self.starting_here.is_locked() {
-                    self.spawner.prepare(coming);
-                }
-                return;
+                return self.spawner.prepare(coming);
             };
-            self.start(id, request);
-        }
-    }
-
-    /// Runs the next queued spawn on this thread, unless another thread runs one here
-    /// already; true if it ran one. For a request thread that has answered the release
-    /// that decided the command: the spawn then waits for no other thread to wake. One
-    /// request thread at most waits for a fork, so that another is free to serve the
-    /// child, which may open its stderr file through the mount before its exec.
-    pub fn start_here(&self) -> bool {
-        let Some(_only) = self.starting_here.try_lock() else {
-            return false;
-        };
-        let next = self.state.lock().starts.pop_front();
-        let Some((id, request)) = next else {
-            return false;
-        };
-        self.start(id, request);
-        true
-    }
-
-    /// Spawns command `id`'s job, outside the lock, and gives it to the command.
-    fn start(&self, id: u64, request: SpawnRequest) {
-        let (name, text) = (request.name.clone(), request.text.clone());
-        let job = self.spawner.spawn(request);
-        self.locked(|state, effects| {
-            match state.command_mut(id) {
-                Some(command) => {
-                    command.run = Run::Job(job.clone());
-                    if !command.listed {
+            let (name, text) = (request.name.clone(), request.text.clone());
+            let job = self.spawner.spawn(request);
+            self.locked(|state, effects| {
+                match state.command_mut(id) {
+                    Some(command) => {
+                        command.run = Run::Job(job.clone());
+                        if !command.listed {
+                            job.store().remove();
+                            effects.push(Effect::Kill {
+                                job,
+                                why: "killed: its directory was removed",
+                            });
+                        }
+                    }
+                    None => {
                         job.store().remove();
                         effects.push(Effect::Kill {
                             job,
                             why: "killed: its directory was removed",
-                        });
+                        })
                     }
                 }
-                None => {
-                    job.store().remove();
-                    effects.push(Effect::Kill {
-                        job,
-                        why: "killed: its directory was removed",
-                    })
-                }
-            }
-            effects.push(Effect::Changed);
-        });
-        // After the lookups parked for it have their answer.
-        self.record("ran", &name, &text, None, None);
+                effects.push(Effect::Changed);
+            });
+            // After the lookups parked for it have their answer.
+            self.record("ran", &name, &text, None, None);
+        }
     }
 
     /// Appends a decision to the audit log; a failure goes to the log, not the user.

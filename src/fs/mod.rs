@@ -55,8 +55,6 @@ pub struct Tree {
     policy: Arc<Policy>,
     audit: Option<Audit>,
     hooks: OnceLock<Hooks>,
-    /// Held by the one request thread that runs a spawn itself ([`Tree::start_here`]).
-    starting_here: Mutex<()>,
     /// Where refused commands' records are kept, and whom to ask about evictions.
     spool: OnceLock<Arc<Spool>>,
 }
@@ -76,7 +74,6 @@ impl Tree {
             policy,
             audit,
             hooks: OnceLock::new(),
-            starting_here: Mutex::new(()),
             spool: OnceLock::new(),
         }
     }

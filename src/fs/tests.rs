@@ -21,8 +21,6 @@ pub(super) struct Fake {
     spool: Arc<Spool>,
     next: AtomicU64,
     pub spawned: TestMutex<Vec<(SpawnRequest, Arc<Job>)>>,
-    /// What each call of `prepare` was told: whether a command is coming.
-    pub prepared: TestMutex<Vec<bool>>,
     pub kills: TestMutex<Vec<(u64, String)>>,
     /// The read end of each stdin pipe handed out, by command name.
     pub stdin: TestMutex<Vec<(String, OwnedFd)>>,
@@ -49,7 +47,6 @@ impl Fake {
             spool,
             next: AtomicU64::new(1),
             spawned: TestMutex::new(Vec::new()),
-            prepared: TestMutex::new(Vec::new()),
             kills: TestMutex::new(Vec::new()),
             stdin: TestMutex::new(Vec::new()),
             signals: TestMutex::new(Vec::new()),
@@ -146,10 +143,6 @@ impl Spawner for Fake {
 
     fn cwd(&self) -> &Path {
         &self.cwd
-    }
-
-    fn prepare(&self, coming: bool) {
-        self.prepared.lock().push(coming);
     }
 }
 
@@ -1040,54 +1033,4 @@ fn inodes_that_are_nothing_say_so() {
     assert_eq!(errno(rig.tree.getattr(999_999, None)), libc::ENOENT);
     assert_eq!(errno(rig.tree.read(77, 0, 10)), libc::EBADF);
     assert_eq!(errno(rig.lookup(names::ROOT, "nope")), libc::ENOENT);
-}
-
-/// The request thread that answers a draft's last close may run its spawn: one such
-/// thread at a time, one spawn each, and the ticker runs what is left. While one runs,
-/// the ticker readies nothing (that would compete with the fork).
-#[test]
-fn a_request_thread_runs_one_spawn_and_only_while_no_other_does() {
-    let rig = Rig::new();
-    let spawned = || -> Vec<String> {
-        let spawned = rig.fake.spawned.lock();
-        spawned
-            .iter()
-            .map(|(request, _)| request.name.clone())
-            .collect()
-    };
-    // A lookup starts a decided draft that would otherwise wait for `settle`, and
-    // puts its start first in the queue.
-    let queue = |name: &str| {
-        rig.submit(name, "true").expect("the command is taken");
-        assert!(matches!(
-            rig.lookup(names::CMD, name),
-            Ok(Lookup::Later(Later::Start))
-        ));
-    };
-    queue("a");
-    queue("b");
-    {
-        let _another = rig.tree.starting_here.lock();
-        assert!(
-            !rig.tree.start_here(),
-            "another request thread runs a spawn"
-        );
-        rig.fake.prepared.lock().clear();
-        rig.tree.start_pending();
-        assert_eq!(spawned(), ["b", "a"], "the ticker runs the queue meanwhile");
-        assert!(rig.fake.prepared.lock().is_empty(), "and readies nothing");
-    }
-    queue("c");
-    queue("d");
-    assert!(rig.tree.start_here());
-    assert_eq!(spawned(), ["b", "a", "d"], "one spawn, the first queued");
-    rig.found(names::CMD, "d").expect("d is a command now");
-    assert!(matches!(
-        rig.lookup(names::CMD, "c"),
-        Ok(Lookup::Later(Later::Start))
-    ));
-    rig.tree.start_pending();
-    assert_eq!(spawned(), ["b", "a", "d", "c"]);
-    assert_eq!(*rig.fake.prepared.lock(), [false], "nothing is coming now");
-    assert!(!rig.tree.start_here(), "nothing is queued");
 }
