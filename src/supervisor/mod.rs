@@ -587,7 +587,7 @@ impl Supervisor {
             .map(|spawner| spawner.spawn(&prepared))
         {
             Some(Ok(forked)) => forked,
-            // No spawner, or it cannot be reached: fork here.
+            // No spawner, or the request did not reach it: fork here.
             _ => prepared.fork().map(|(pid, _)| (pid, Birth::Driver)),
         };
         let forked =

@@ -18,6 +18,10 @@
 //! children and sends `(pid, status, user µs, system µs, max RSS KiB)` on the events
 //! socket, which the pump reads. The spawner dies with the driver (parent-death
 //! signal), and its own children with it.
+//!
+//! A request that cannot be sent (the spawner is gone) is forked by the driver. One
+//! sent and never answered is not: the spawner may have forked it before it stopped,
+//! so the command is reported as not started rather than run twice.
 
 use super::spawn::{Birth, Prepared, Resets};
 use std::ffi::CString;
@@ -417,8 +421,9 @@ impl Spawner {
     }
 
     /// Has the spawner fork `prepared`; returns the pid and whose child it is. The outer
-    /// error: the spawner cannot be reached (the caller forks by itself); the inner
-    /// one: its fork failed.
+    /// error: the request did not reach the spawner (the caller forks by itself); the
+    /// inner one: the command did not start, or may have started without the driver
+    /// learning its pid.
     pub fn spawn(&self, prepared: &Prepared) -> std::io::Result<std::io::Result<(i32, Birth)>> {
         let (bytes, fds) = encode(prepared);
         if bytes.len() > MAX_MESSAGE {
@@ -427,9 +432,15 @@ impl Spawner {
         let control = self.control.lock();
         send(control.as_raw_fd(), &bytes, &fds)?;
         let mut answer = [0u8; ANSWER_BYTES];
-        let (n, _) = receive(control.as_raw_fd(), &mut answer)?;
-        if n != ANSWER_BYTES {
-            return Err(std::io::Error::from_raw_os_error(libc::EPIPE));
+        // Sent but not answered: the spawner may have forked before it stopped, so
+        // forking again could run the command twice. It is reported as not started.
+        match receive(control.as_raw_fd(), &mut answer) {
+            Ok((n, _)) if n == ANSWER_BYTES => {}
+            _ => {
+                return Ok(Err(std::io::Error::other(
+                    "the spawner stopped before saying whether it had started the command",
+                )))
+            }
         }
         let pid = i32::from_ne_bytes(answer[..4].try_into().unwrap());
         if pid < 0 {
@@ -598,6 +609,43 @@ fn reap_all(events: RawFd) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A spawner that stops after taking a request and before answering may have
+    /// forked: the command is reported as not started rather than forked again. One
+    /// that is gone before the request is sent has forked nothing: the caller forks.
+    #[test]
+    fn a_request_the_spawner_took_is_never_forked_again() {
+        let (out_read, out_write) = crate::supervisor::pipe().expect("a pipe");
+        let (status_read, status_write) = crate::supervisor::pipe().expect("a pipe");
+        let prepared = Prepared::new(
+            std::path::Path::new("/bin/sh"),
+            &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new("true")],
+            std::path::Path::new("/"),
+            Vec::new(),
+            out_write.as_raw_fd(),
+            out_write.as_raw_fd(),
+            status_write.as_raw_fd(),
+        )
+        .expect("a request");
+        let (ours, theirs) = socket_pair().expect("a socket pair");
+        let spawner = Spawner {
+            control: parking_lot::Mutex::new(ours),
+        };
+        let taker = std::thread::spawn(move || {
+            let mut buffer = vec![0u8; MAX_MESSAGE];
+            let taken = receive(theirs.as_raw_fd(), &mut buffer).map(|(n, _)| n);
+            // Gone without an answer.
+            drop(theirs);
+            taken
+        });
+        let answer = spawner.spawn(&prepared).expect("the request was sent");
+        let error = answer.expect_err("no pid came back");
+        assert!(error.to_string().contains("before saying"), "{error}");
+        assert!(taker.join().unwrap().expect("the request arrived") > 0);
+        // Now nothing listens: the request cannot be sent, and the caller forks.
+        assert!(spawner.spawn(&prepared).is_err());
+        drop((out_read, status_read));
+    }
 
     #[test]
     fn events_round_trip() {
