@@ -2,7 +2,7 @@
 //! rendered screen and keys, real programs (cat, read, python3, vi, less, top) driven
 //! through files alone, the deny list on what a shell is given, and bad input.
 
-use crate::common::{wait_until, Mount, Options};
+use crate::common::{until_exists, wait_until, Mount, Options};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -165,10 +165,7 @@ fn a_full_pipe_blocks_then_gives_eagain_and_loses_nothing() {
     start(
         &mount,
         "slow",
-        &format!(
-            "#terminalfs stdin\nwhile [ ! -e {} ]; do sleep 0.05; done; wc -c",
-            gate.display()
-        ),
+        &format!("#terminalfs stdin\n{}; wc -c", until_exists(&gate)),
         "stdin",
     );
     let path = mount.p("cmd/slow/stdin");

@@ -10,7 +10,7 @@
 
 use crate::common::{
     children_of, fd_count, group_members, is_mounted, proc_stat, process_alive, run_binary,
-    succeeded, thread_count, wait_until, Mount, Options, Reaper, BIN,
+    succeeded, thread_count, until_exists, wait_until, Mount, Options, Reaper, BIN,
 };
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -1186,10 +1186,7 @@ fn a_driver_still_stopping_leaves_the_next_one_on_its_path_alone() {
     let release = mount.dir.path().join("release");
     std::fs::write(
         mount.p("ctl/stubborn"),
-        format!(
-            "trap '' TERM; echo up; while [ ! -e '{}' ]; do sleep 0.05; done",
-            release.display()
-        ),
+        format!("trap '' TERM; echo up; {}", until_exists(&release)),
     )
     .unwrap();
     let stubborn = shell_pid(&mount, "stubborn");
@@ -1210,10 +1207,7 @@ fn a_driver_still_stopping_leaves_the_next_one_on_its_path_alone() {
     let go = mount.dir.path().join("go");
     std::fs::write(
         mount.p("ctl/long"),
-        format!(
-            "while [ ! -e '{}' ]; do sleep 0.05; done; echo done",
-            go.display()
-        ),
+        format!("{}; echo done", until_exists(&go)),
     )
     .unwrap();
     assert_eq!(

@@ -29,6 +29,11 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
 }
 
 /// Runs `sh -c script` with `$M` set to the mount path; returns its output.
+/// Shell text that waits until `file` exists: a command that ends when a test says so.
+pub fn until_exists(file: &Path) -> String {
+    format!("while [ ! -e '{}' ]; do sleep 0.05; done", file.display())
+}
+
 pub fn sh_in(mount: &Path, script: &str) -> Output {
     Command::new("sh")
         .arg("-c")
