@@ -546,6 +546,9 @@ impl Tree {
                 });
                 let run = Run::Denied { reason, store };
                 self.add_command(state, name, text, run, self.config.keep, None);
+                // No start follows: the ticker lets go of what it readied for one now,
+                // not a tick later (a readied file keeps `fusermount3 -u` from working).
+                effects.push(Effect::StartWanted);
             }
         }
     }
@@ -672,6 +675,8 @@ impl Tree {
         state.ctl.remove(name);
         effects.discard_entry(state.entries.remove(&id));
         effects.push(Effect::Changed);
+        // Perhaps no start is coming now: the ticker sees to what it readied.
+        effects.push(Effect::StartWanted);
         Ok(())
     }
 

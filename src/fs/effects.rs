@@ -97,7 +97,8 @@ impl Spawner for Supervisor {
 pub struct Hooks {
     /// Something a parked lookup may be waiting for happened (a decision, a spawn).
     pub changed: Box<dyn Fn() + Send + Sync>,
-    /// Spawns were queued: call [`Tree::start_pending`] soon, off the request thread.
+    /// Spawns were queued, or a draft came or went: call [`Tree::start_pending`] soon,
+    /// off the request thread.
     pub start_wanted: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -117,6 +118,8 @@ pub(super) enum Effect {
     /// Dropped outside the lock: the last reference to a job drops its cgroup, which
     /// removes a directory.
     Discard(Discarded),
+    /// The ticker should look at the queue of starts soon: a spawn was queued, or
+    /// what it readies for the next start is wanted or no longer wanted.
     StartWanted,
     Changed,
 }

@@ -1034,3 +1034,38 @@ fn inodes_that_are_nothing_say_so() {
     assert_eq!(errno(rig.tree.read(77, 0, 10)), libc::EBADF);
     assert_eq!(errno(rig.lookup(names::ROOT, "nope")), libc::ENOENT);
 }
+
+/// A draft that ends without a start (refused, or removed) has the ticker woken, so
+/// that the file it readied for a start is let go of at once, not a tick later: an open
+/// file keeps a plain `fusermount3 -u` from unmounting.
+#[test]
+fn a_draft_that_ends_without_a_start_has_the_ticker_let_go_of_what_it_readied() {
+    let rig = Rig::new();
+    let wanted = Arc::new(AtomicU64::new(0));
+    let count = wanted.clone();
+    rig.tree.set_hooks(Hooks {
+        changed: Box::new(|| {}),
+        start_wanted: Box::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }),
+    });
+    let fh = rig.create("refused").expect("a draft");
+    rig.write(fh, 0, "sudo id")
+        .expect_err("the deny list refuses it");
+    let before = wanted.load(Ordering::SeqCst);
+    rig.tree.release(fh);
+    assert!(
+        rig.found(names::CMD, "refused").is_ok(),
+        "refused: a denied command now"
+    );
+    assert!(wanted.load(Ordering::SeqCst) > before, "after a refusal");
+
+    let fh = rig.create("removed").expect("a draft");
+    rig.write(fh, 0, "true").expect("written");
+    let before = wanted.load(Ordering::SeqCst);
+    rig.tree
+        .unlink(names::CTL, b"removed")
+        .expect("a draft can be removed");
+    assert!(wanted.load(Ordering::SeqCst) > before, "after a removal");
+    rig.tree.release(fh);
+}
