@@ -472,6 +472,8 @@ impl Tree {
                 return None;
             }
             if draft.text.is_empty() {
+                // Closed with nothing in it (`touch`): no start is coming for now.
+                effects.push(Effect::StartWanted);
                 return None;
             }
             if passed || draft.text.iter().all(u8::is_ascii_whitespace) {

@@ -1035,9 +1035,9 @@ fn inodes_that_are_nothing_say_so() {
     assert_eq!(errno(rig.lookup(names::ROOT, "nope")), libc::ENOENT);
 }
 
-/// A draft that ends without a start (refused, or removed) has the ticker woken, so
-/// that the file it readied for a start is let go of at once, not a tick later: an open
-/// file keeps a plain `fusermount3 -u` from unmounting.
+/// A draft that ends without a start (refused, removed, or closed empty) has the
+/// ticker woken, so that the file it readied for a start is let go of at once, not a
+/// tick later: an open file keeps a plain `fusermount3 -u` from unmounting.
 #[test]
 fn a_draft_that_ends_without_a_start_has_the_ticker_let_go_of_what_it_readied() {
     let rig = Rig::new();
@@ -1068,4 +1068,12 @@ fn a_draft_that_ends_without_a_start_has_the_ticker_let_go_of_what_it_readied() 
         .expect("a draft can be removed");
     assert!(wanted.load(Ordering::SeqCst) > before, "after a removal");
     rig.tree.release(fh);
+
+    let fh = rig.create("empty").expect("a draft");
+    let before = wanted.load(Ordering::SeqCst);
+    rig.tree.release(fh);
+    assert!(
+        wanted.load(Ordering::SeqCst) > before,
+        "after an empty close"
+    );
 }
