@@ -147,6 +147,29 @@ fn zombie_children(driver: i32) -> Vec<i32> {
 
 // ----- 1. containment --------------------------------------------------------------
 
+/// A command stopped with SIGKILL goes through `cgroup.kill` where there is one; the
+/// commands after it run normally, whichever cgroup they get. (On Linux 6.18 a process
+/// born into a cgroup that had `cgroup.kill` written is killed at once, so such a
+/// cgroup must not be used again.)
+#[test]
+fn commands_after_one_killed_with_sigkill_run_normally() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/victim"), "sleep 300").unwrap();
+    std::fs::write(mount.p("cmd/victim/kill"), "KILL").unwrap();
+    assert_eq!(mount.wait("victim"), "error\n");
+    assert_eq!(result(&mount, "victim")["signal"], 9);
+    for i in 0..4 {
+        let name = format!("after{i}");
+        assert_eq!(
+            mount.run(&name, "echo fine"),
+            "completed\n",
+            "{}",
+            result(&mount, &name)
+        );
+        assert_eq!(mount.read(&format!("cmd/{name}/stdout")), "fine\n");
+    }
+}
+
 #[test]
 fn each_command_runs_in_a_cgroup_of_its_own() {
     let reaper = Reaper::default();

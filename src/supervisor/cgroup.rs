@@ -18,8 +18,10 @@
 //! and 40 µs for the `rmdir`, against nothing measurable for one that held a process
 //! before. So one is made at start, and an emptied cgroup goes back to a pool of up to
 //! two, off the path of a start. Where the memory controller would carry its peak
-//! and events over, an emptied cgroup is removed instead and a new one made for the
-//! pool then; a burst of commands beyond the pool makes cgroups as it starts them.
+//! and events over, or `cgroup.kill` was written to it (Linux 6.18 SIGKILLs every
+//! process born into such a cgroup afterwards), an emptied cgroup is removed instead
+//! and a new one made for the pool then; a burst of commands beyond the pool makes
+//! cgroups as it starts them.
 //!
 //! Lock order: a job's state, then a cgroup's `held`, then the pool; the pool is never
 //! held while taking `held`.
@@ -32,7 +34,7 @@ use parking_lot::Mutex;
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -79,6 +81,10 @@ pub struct CommandCgroup {
     /// so nothing is read or signalled through this one. Locked while signalling, so
     /// a signal never reaches the next command.
     held: Mutex<Option<OwnedFd>>,
+    /// `cgroup.kill` was written to it. Such a cgroup is never used again: on Linux
+    /// 6.18 a process later born into it (`CLONE_INTO_CGROUP`) is SIGKILLed at once,
+    /// though one moved into it lives.
+    killed: AtomicBool,
     /// Where it goes when emptied; gone with the supervisor.
     home: Weak<Shared>,
 }
@@ -308,6 +314,7 @@ impl Cgroups {
             dir: slot.dir,
             procs: slot.procs,
             held: Mutex::new(Some(slot.fd)),
+            killed: AtomicBool::new(false),
             home: Arc::downgrade(&self.shared),
         };
         if let (Some(bytes), true) = (memory_max, self.shared.memory) {
@@ -385,12 +392,14 @@ impl Shared {
     }
 
     /// Takes back an emptied cgroup: into the pool, unless the memory controller keeps
-    /// what its last command did there; then it is removed and a new one made, so
-    /// that the next start finds one ready either way.
-    fn give_back(&self, slot: Slot) {
+    /// what its last command did there or it may not be used again (`clean` false:
+    /// see `CommandCgroup::killed`); then it is removed and a new one made, so that
+    /// the next start finds one ready either way.
+    fn give_back(&self, slot: Slot, clean: bool) {
+        let reuse = clean && !self.memory;
         // One removed from under it (by hand, or by a driver that took this one for
         // gone) would fail the next start: only one still there goes back.
-        if !self.memory && slot.dir.is_dir() {
+        if reuse && slot.dir.is_dir() {
             let mut ready = self.ready.lock();
             if ready.len() < READY_MAX {
                 return ready.push(slot);
@@ -398,7 +407,7 @@ impl Shared {
         }
         let _ = std::fs::remove_dir(&slot.dir);
         drop(slot);
-        if self.memory && self.ready.lock().is_empty() {
+        if !reuse && self.ready.lock().is_empty() {
             if let Ok(slot) = self.make() {
                 self.ready.lock().push(slot);
             }
@@ -464,6 +473,7 @@ impl CommandCgroup {
             return false;
         }
         if signal == libc::SIGKILL && write(&self.dir.join("cgroup.kill"), "1").is_ok() {
+            self.killed.store(true, Ordering::SeqCst);
             return true;
         }
         let pids = pids_in(&self.dir);
@@ -498,7 +508,7 @@ impl CommandCgroup {
     /// Whether the cgroup, once empty, goes back to the pool as it is (see
     /// [`Shared::give_back`]).
     pub fn reusable(&self) -> bool {
-        self.home.upgrade().is_some_and(|home| !home.memory)
+        !self.killed.load(Ordering::SeqCst) && self.home.upgrade().is_some_and(|home| !home.memory)
     }
 
     /// The most memory the cgroup used, in KiB, where the memory controller keeps it.
@@ -525,11 +535,14 @@ impl CommandCgroup {
         let fd = held.take();
         drop(held);
         match (self.home.upgrade(), fd) {
-            (Some(home), Some(fd)) => home.give_back(Slot {
-                dir: self.dir.clone(),
-                procs: self.procs.clone(),
-                fd,
-            }),
+            (Some(home), Some(fd)) => home.give_back(
+                Slot {
+                    dir: self.dir.clone(),
+                    procs: self.procs.clone(),
+                    fd,
+                },
+                !self.killed.load(Ordering::SeqCst),
+            ),
             _ => {
                 let _ = std::fs::remove_dir(&self.dir);
             }
