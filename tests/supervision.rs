@@ -170,6 +170,34 @@ fn commands_after_one_killed_with_sigkill_run_normally() {
     }
 }
 
+/// A descriptor the driver was started with and that is not close-on-exec (a
+/// launcher's pipe, say) is not passed on to commands: a long command holding a
+/// launcher's pipe would keep its reader from ever seeing the end.
+#[cfg(target_os = "linux")]
+#[test]
+fn commands_get_no_descriptor_the_driver_was_started_with() {
+    use std::os::fd::AsRawFd;
+
+    let null = std::fs::File::open("/dev/null").unwrap();
+    // A copy that is not close-on-exec, far above the descriptors the driver sets up
+    // for itself and its spawner (the lowest free one from 90 up: never one in use).
+    // SAFETY: duplicating a descriptor this test owns.
+    let fd = unsafe { libc::fcntl(null.as_raw_fd(), libc::F_DUPFD, 90) };
+    assert!(fd >= 90, "a copy of /dev/null");
+    let mount = Mount::start();
+    // SAFETY: closing the copy this test made; the driver has its own.
+    unsafe { libc::close(fd) };
+    let driver = mount.pid();
+    assert!(
+        Path::new(&format!("/proc/{driver}/fd/{fd}")).exists(),
+        "the driver has descriptor {fd}, as a launcher would leave it"
+    );
+    let script =
+        format!("if [ -e /proc/$$/fd/{fd} ]; then echo passed on; else echo kept back; fi");
+    assert_eq!(mount.run("fds", &script), "completed\n");
+    assert_eq!(mount.read("cmd/fds/stdout"), "kept back\n");
+}
+
 #[test]
 fn each_command_runs_in_a_cgroup_of_its_own() {
     let reaper = Reaper::default();

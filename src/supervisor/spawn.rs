@@ -504,6 +504,19 @@ impl Prepared {
                 self.fail(Stage::Descriptors);
             }
         }
+        // Whatever else is open, such as a descriptor the driver was started with and
+        // never marked close-on-exec, closes at the exec: the command gets only its
+        // own. (Linux 5.11; before that, and on macOS, such a descriptor passes on.)
+        #[cfg(target_os = "linux")]
+        {
+            let first: libc::c_uint = if self.script.is_some() { 4 } else { 3 };
+            libc::syscall(
+                libc::SYS_close_range,
+                first,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+        }
         libc::execve(self.program.as_ptr(), argv.as_ptr(), envp.as_ptr());
         self.fail(Stage::Exec)
     }
