@@ -165,13 +165,27 @@ fn rm_gives_a_draft_back_and_whitespace_is_refused() {
     // The name is free again.
     assert_eq!(mount.run("undo", "echo back"), "completed\n");
 
-    mount.ok("printf '  \\n\\t\\n' > \"$M/ctl/blank\" || true");
+    // Its close fails, as for any text the decision refuses (a shell ignores an
+    // error from closing a redirect, so the close is made here).
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    let mut file = std::fs::File::create(mount.p("ctl/blank")).unwrap();
+    file.write_all(b"  \n\t\n").expect("blanks may be written");
+    let fd = file.into_raw_fd();
+    // SAFETY: closing the descriptor we own, once.
+    let closed = unsafe { libc::close(fd) };
+    let error = std::io::Error::last_os_error();
+    assert_eq!(closed, -1, "the close succeeded");
+    assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
     assert!(wait_until(Duration::from_secs(5), || mount
         .p("cmd/blank/status")
         .exists()));
     assert_eq!(mount.read("cmd/blank/status"), "denied\n");
     let reason = mount.read("cmd/blank/reason");
     assert!(reason.contains("no command"), "{reason}");
+    // A shell's redirect still works: it closes the empty draft before it writes.
+    mount.ok("echo 'echo fine' > \"$M/ctl/after\"");
+    assert_eq!(mount.read("cmd/after/wait"), "completed\n");
 }
 
 #[test]

@@ -80,6 +80,11 @@ fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
     Ok(())
 }
 
+/// The refusal of text that holds no command (nothing but blanks).
+fn no_command() -> Refusal {
+    Refusal::plain(format!("refused: {NO_COMMAND_REASON}"))
+}
+
 /// How many refused names `ctl/index.md` lists.
 const REFUSALS_KEPT: usize = 10;
 
@@ -377,6 +382,11 @@ impl Tree {
     /// (a write may end inside a word: `su` of `sum`); a close checks everything.
     fn verdict(&self, text: &[u8], check: Check) -> Option<Refusal> {
         if let Err(refusal) = quick_refusal(text) {
+            // At a close, nothing but blanks is what the decision refuses. (An empty
+            // draft is not: a shell's redirect closes one before it writes.)
+            if refusal.is_none() && matches!(check, Check::Close) && !text.is_empty() {
+                return Some(no_command());
+            }
             return refusal;
         }
         let refusal = match check {
@@ -513,9 +523,7 @@ impl Tree {
         let text = String::from_utf8_lossy(&draft.text).into_owned();
         let decision = match refusal {
             Some(refusal) => Err(refusal),
-            None if text.trim().is_empty() => {
-                Err(Refusal::plain(format!("refused: {NO_COMMAND_REASON}")))
-            }
+            None if text.trim().is_empty() => Err(no_command()),
             None => self.directives_of(&text),
         };
         match decision {

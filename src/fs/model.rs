@@ -149,13 +149,21 @@ impl Model {
         Ok(())
     }
 
-    fn flush(&mut self, handle: usize) {
+    fn flush(&mut self, handle: usize) -> Result<(), i32> {
         let (id, _) = self.handles[handle];
-        if let Some(draft) = self.draft_by_id(id) {
-            if !draft.text.is_empty() {
-                draft.flushed = true;
-            }
+        let Some(draft) = self.draft_by_id(id) else {
+            return Ok(());
+        };
+        if draft.text.is_empty() {
+            return Ok(());
         }
+        draft.flushed = true;
+        // Nothing but blanks is what the decision would refuse: the close says so.
+        let blank = draft.text.iter().all(u8::is_ascii_whitespace);
+        if draft.stage == Stage::Writing && blank {
+            return Err(libc::EPERM);
+        }
+        Ok(())
     }
 
     fn release(&mut self, handle: usize) {
@@ -279,8 +287,8 @@ fn play(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Flush { handle } if !fhs.is_empty() => {
                 let handle = handle % fhs.len();
-                prop_assert_eq!(errno(rig.tree.flush(fhs[handle])), Ok(()), "step {}", step);
-                model.flush(handle);
+                let tree = errno(rig.tree.flush(fhs[handle]));
+                prop_assert_eq!(tree, model.flush(handle), "step {}", step);
             }
             Op::Release { handle } if !fhs.is_empty() => {
                 let handle = handle % fhs.len();
