@@ -20,8 +20,8 @@ fn reader(mount: &Mount) -> mpsc::Receiver<String> {
     lines
 }
 
-/// The next line, which must be `<RFC 3339 time> <rest>`.
-fn next(lines: &mpsc::Receiver<String>, rest: &str) {
+/// The next line, which must be `<RFC 3339 time> <rest>`; returns its time.
+fn next(lines: &mpsc::Receiver<String>, rest: &str) -> String {
     let line = lines
         .recv_timeout(Duration::from_secs(20))
         .unwrap_or_else(|_| panic!("no event came; wanted {rest:?}"));
@@ -31,6 +31,7 @@ fn next(lines: &mpsc::Receiver<String>, rest: &str) {
         "{line}"
     );
     assert_eq!(said, rest, "{line}");
+    time.to_string()
 }
 
 #[test]
@@ -45,9 +46,14 @@ fn events_list_every_command_then_stream_each_change() {
     std::fs::write(mount.p("ctl/t"), "sleep 30").unwrap();
     next(&lines, "t running");
     mount.ok("echo STOP > $M/cmd/t/kill");
-    next(&lines, "t paused");
+    let paused = next(&lines, "t paused");
     mount.ok("echo CONT > $M/cmd/t/kill");
-    next(&lines, "t running");
+    // A resumption is dated when it happened, not when the command first started.
+    let resumed = next(&lines, "t running");
+    assert!(
+        resumed >= paused,
+        "resumed at {resumed}, paused at {paused}"
+    );
     mount.ok("echo stop > $M/cmd/t/kill");
     next(&lines, "t error 143");
     mount.ok("rm -r $M/cmd/t");

@@ -60,6 +60,10 @@ impl Feed {
                 continue;
             };
             if self.seen.get(name) != Some(&word) {
+                // Running again after this feed saw it otherwise (paused): it resumed
+                // now, not when it first started.
+                let resumed = self.seen.contains_key(name) && word == "running";
+                let at = if resumed { SystemTime::now() } else { at };
                 lines.push((at, format!("{name} {word}")));
             }
             now.insert(name.clone(), word);
