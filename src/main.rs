@@ -21,7 +21,7 @@ fn main() {
         std::process::exit(match check(settings.as_deref(), *allowlist, text) {
             Ok(allowed) => i32::from(!allowed),
             Err(message) => {
-                eprintln!("terminalfs: {message}");
+                report(&message);
                 2
             }
         });
@@ -29,7 +29,7 @@ fn main() {
     let code = match run(&cli) {
         Ok(()) => 0,
         Err(message) => {
-            eprintln!("terminalfs: {message}");
+            report(&message);
             1
         }
     };
@@ -104,6 +104,12 @@ fn check(settings: Option<&Path>, allowlist: bool, text: &str) -> Result<bool, S
     let explained = policy.explain(&text);
     print_bytes(explained.report().as_bytes())?;
     Ok(explained.verdict.is_allowed())
+}
+
+/// Says why on stderr. A stderr that cannot be written (a closed pipe) loses the
+/// sentence, not the exit code: `eprintln!` would panic and exit 101.
+fn report(message: &str) {
+    let _ = writeln!(std::io::stderr(), "terminalfs: {message}");
 }
 
 fn print_bytes(bytes: &[u8]) -> Result<(), String> {

@@ -500,3 +500,26 @@ fn readme_service_steps_install_the_unit_man_page_and_completions() {
     .unwrap();
     assert!(completion.contains("--wait-timeout"), "{completion}");
 }
+
+/// With stdout and stderr both closed pipes (`terminalfs … 2>&1 | head -c0`), a
+/// failure to print is reported by the exit code, 1, not by a panic (101).
+#[test]
+fn a_closed_stdout_and_stderr_give_exit_code_1() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    // A pipe whose reading end is closed before the binary starts: every write fails.
+    let mut ends = [0; 2];
+    // SAFETY: pipe fills two descriptors into a valid array.
+    assert_eq!(unsafe { libc::pipe(ends.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors are new and owned here alone.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+    drop(read);
+    let status = Command::new(BIN)
+        .arg("--man")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write.try_clone().unwrap()))
+        .stderr(Stdio::from(write))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{status}");
+}
