@@ -1,7 +1,7 @@
 //! The deny list on a real mount (SPEC 4): refusals as errno and files, ask and allow
 //! rules, hot reload, the audit log, and --init-settings.
 
-use crate::common::{run_binary, succeeded, wait_until, Mount, Options};
+use crate::common::{close_errno, run_binary, succeeded, wait_until, Mount, Options};
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
@@ -21,15 +21,12 @@ fn errno_of(result: std::io::Result<()>) -> Option<i32> {
 /// too (std::fs::write drops close errors, and a refusal may come at the close).
 fn write_checked(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::fd::IntoRawFd;
     let mut file = std::fs::File::create(path)?;
     file.write_all(text.as_bytes())?;
-    let fd = file.into_raw_fd();
-    // SAFETY: closing the descriptor we own, once.
-    if unsafe { libc::close(fd) } != 0 {
-        return Err(std::io::Error::last_os_error());
+    match close_errno(file) {
+        Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn refused(mount: &Mount, name: &str, command: &str) -> String {
@@ -123,17 +120,11 @@ fn a_refusal_at_the_decision_fails_the_close() {
     // Every write allowed (a write is checked up to its last blank, as the last word
     // may go on), and only the text at the close refused: the close fails.
     use std::io::Write;
-    use std::os::fd::IntoRawFd;
     let mut file = std::fs::File::create(mount.p("ctl/atclose")).unwrap();
     file.write_all(b"echo hi; sud")
         .expect("the first piece is allowed");
     file.write_all(b"o").expect("the second piece is allowed");
-    let fd = file.into_raw_fd();
-    // SAFETY: closing the descriptor we own, once.
-    let closed = unsafe { libc::close(fd) };
-    let error = std::io::Error::last_os_error();
-    assert_eq!(closed, -1, "the close succeeded");
-    assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
+    assert_eq!(close_errno(file), Some(libc::EPERM));
     assert!(wait_until(Duration::from_secs(5), || mount
         .p("cmd/atclose/status")
         .exists()));

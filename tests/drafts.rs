@@ -1,6 +1,6 @@
 //! Drafts (SPEC 3): names, the decision at the last close, settle, renames, errors.
 
-use crate::common::{wait_until, Mount};
+use crate::common::{close_errno, wait_until, Mount};
 use std::time::{Duration, Instant};
 
 fn errno_of(result: std::io::Result<()>) -> Option<i32> {
@@ -168,15 +168,9 @@ fn rm_gives_a_draft_back_and_whitespace_is_refused() {
     // Its close fails, as for any text the decision refuses (a shell ignores an
     // error from closing a redirect, so the close is made here).
     use std::io::Write;
-    use std::os::fd::IntoRawFd;
     let mut file = std::fs::File::create(mount.p("ctl/blank")).unwrap();
     file.write_all(b"  \n\t\n").expect("blanks may be written");
-    let fd = file.into_raw_fd();
-    // SAFETY: closing the descriptor we own, once.
-    let closed = unsafe { libc::close(fd) };
-    let error = std::io::Error::last_os_error();
-    assert_eq!(closed, -1, "the close succeeded");
-    assert_eq!(error.raw_os_error(), Some(libc::EPERM), "{error}");
+    assert_eq!(close_errno(file), Some(libc::EPERM));
     assert!(wait_until(Duration::from_secs(5), || mount
         .p("cmd/blank/status")
         .exists()));

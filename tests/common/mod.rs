@@ -29,6 +29,16 @@ pub fn wait_until(timeout: Duration, mut condition: impl FnMut() -> bool) -> boo
 }
 
 /// Runs `sh -c script` with `$M` set to the mount path; returns its output.
+/// Closes `file` and returns the close's errno (None: it succeeded). `File`'s own drop
+/// hides it, and a shell ignores an error from closing a redirect.
+pub fn close_errno(file: std::fs::File) -> Option<i32> {
+    use std::os::fd::IntoRawFd;
+    let fd = file.into_raw_fd();
+    // SAFETY: closing the descriptor taken from `file`, once.
+    let closed = unsafe { libc::close(fd) };
+    (closed != 0).then(|| std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
 /// Shell text that waits until `file` exists: a command that ends when a test says so.
 pub fn until_exists(file: &Path) -> String {
     format!("while [ ! -e '{}' ]; do sleep 0.05; done", file.display())
