@@ -66,11 +66,14 @@ pub(super) fn draft_attr(id: u64, draft: &Draft) -> Attr {
     Attr::new(names::entry_ino(id), Kind::File, size, perm, draft.modified)
 }
 
-/// A refusal that needs no rule: nothing but blanks is not refused yet (more may
-/// come), a NUL byte is (a shell would drop it, letting a denied word through).
-fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
+/// A refusal that needs no rule. Nothing but blanks is not refused at a write (more
+/// may come) nor when empty (a shell's redirect closes a draft before it writes), but
+/// is at a close, as the decision refuses it. A NUL byte is always refused (a shell
+/// would drop it, letting a denied word through).
+fn quick_refusal(text: &[u8], check: Check) -> Result<(), Option<Refusal>> {
     if text.iter().all(u8::is_ascii_whitespace) {
-        return Err(None);
+        let refused = matches!(check, Check::Close) && !text.is_empty();
+        return Err(refused.then(no_command));
     }
     if text.contains(&0) {
         return Err(Some(Refusal::plain(
@@ -279,7 +282,7 @@ impl Tree {
             }
             draft.text[start..end].copy_from_slice(data);
             draft.changed();
-            match quick_refusal(&draft.text) {
+            match quick_refusal(&draft.text, Check::Write) {
                 Err(None) => return Ok(written),
                 Err(Some(refusal)) => {
                     let error = Error::new(libc::EPERM, refusal.reason.clone());
@@ -381,12 +384,7 @@ impl Tree {
     /// The refusal a check of `text` gives, if any. Writes check up to the last blank
     /// (a write may end inside a word: `su` of `sum`); a close checks everything.
     fn verdict(&self, text: &[u8], check: Check) -> Option<Refusal> {
-        if let Err(refusal) = quick_refusal(text) {
-            // At a close, nothing but blanks is what the decision refuses. (An empty
-            // draft is not: a shell's redirect closes one before it writes.)
-            if refusal.is_none() && matches!(check, Check::Close) && !text.is_empty() {
-                return Some(no_command());
-            }
+        if let Err(refusal) = quick_refusal(text, check) {
             return refusal;
         }
         let refusal = match check {

@@ -391,12 +391,10 @@ impl Shared {
         Ok(Slot { dir, procs, fd })
     }
 
-    /// Takes back an emptied cgroup: into the pool, unless the memory controller keeps
-    /// what its last command did there or it may not be used again (`clean` false:
-    /// see `CommandCgroup::killed`); then it is removed and a new one made, so that
+    /// Takes back an emptied cgroup: into the pool when it may be used again (`reuse`:
+    /// see [`CommandCgroup::reusable`]), else it is removed and a new one made, so that
     /// the next start finds one ready either way.
-    fn give_back(&self, slot: Slot, clean: bool) {
-        let reuse = clean && !self.memory;
+    fn give_back(&self, slot: Slot, reuse: bool) {
         // One removed from under it (by hand, or by a driver that took this one for
         // gone) would fail the next start: only one still there goes back.
         if reuse && slot.dir.is_dir() {
@@ -541,7 +539,7 @@ impl CommandCgroup {
                     procs: self.procs.clone(),
                     fd,
                 },
-                !self.killed.load(Ordering::SeqCst),
+                self.reusable(),
             ),
             _ => {
                 let _ = std::fs::remove_dir(&self.dir);
