@@ -235,6 +235,8 @@ fn result_json_is_valid_at_every_moment() {
             "timed_out",
             "killed",
             "reason",
+            "shell",
+            "cwd",
             "containment",
         ] {
             assert!(result.get(key).is_some(), "{key} missing: {result}");

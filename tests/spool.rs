@@ -1,7 +1,7 @@
 //! The spool on a real mount (SPEC 5, 7, 10): output on disk, restarts, eviction, the
 //! state directory.
 
-use crate::common::{fd_count, run_binary, wait_until, Mount, Options};
+use crate::common::{fd_count, run_binary, until_exists, wait_until, Mount, Options};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -718,4 +718,79 @@ fn a_command_looked_for_starts_ahead_of_a_burst_queued_before_it() {
         stdout == "running\n" || stdout == "completed\n",
         "{stdout:?}"
     );
+}
+
+/// The files of `cmd/<name>`, sorted.
+fn listing(mount: &Mount, name: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(mount.p(&format!("cmd/{name}")))
+        .unwrap_or_else(|e| panic!("cannot list cmd/{name}: {e}"))
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `result.json`'s `shell` and `cwd`.
+fn ran_with(mount: &Mount, name: &str) -> (serde_json::Value, serde_json::Value) {
+    let result = json(mount, &format!("cmd/{name}/result.json"));
+    (result["shell"].clone(), result["cwd"].clone())
+}
+
+#[test]
+fn result_json_names_the_shell_and_directory_a_command_ran_with_across_a_restart() {
+    let mut mount = Mount::with(Options {
+        args: vec!["--shell", "/bin/sh"],
+        ..deny_sudo()
+    });
+    // The rig runs the first driver in the test's directory.
+    let first_cwd = mount.dir.path().to_path_buf();
+    let first = (
+        serde_json::json!("/bin/sh"),
+        serde_json::json!(first_cwd.to_str().unwrap()),
+    );
+    let physical = |dir: &Path| std::fs::canonicalize(dir).unwrap().display().to_string();
+    let gate = mount.dir.path().join("gate");
+    let text = format!("echo \"$0\"; pwd; {}", until_exists(&gate));
+    std::fs::write(mount.p("ctl/first"), text).unwrap();
+    let printed = format!("/bin/sh\n{}\n", physical(&first_cwd));
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/first/stdout") == printed
+    }));
+    // While it runs.
+    assert_eq!(mount.read("cmd/first/status"), "running\n");
+    assert_eq!(ran_with(&mount, "first"), first);
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(mount.wait("first"), "completed\n");
+    // Once it stopped.
+    assert_eq!(ran_with(&mount, "first"), first);
+    // A refused command never ran: it has no result.json, only command, status, reason.
+    assert!(std::fs::write(mount.p("ctl/nope"), "sudo true").is_err());
+    assert_eq!(listing(&mount, "nope"), ["command", "reason", "status"]);
+
+    // Another shell and directory after a restart: what ran keeps what it ran with.
+    assert_eq!(mount.stop().code(), Some(0));
+    let elsewhere = mount.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let second_args = ["--shell", "/bin/bash", "--cwd", elsewhere.to_str().unwrap()];
+    mount.spawn(&second_args);
+    assert_eq!(mount.read("cmd/first/stdout"), printed);
+    assert_eq!(ran_with(&mount, "first"), first);
+    assert_eq!(listing(&mount, "nope"), ["command", "reason", "status"]);
+    // A command started now runs with the new ones, and says so.
+    assert_eq!(mount.run("second", "echo \"$0\"; pwd"), "completed\n");
+    assert_eq!(
+        mount.read("cmd/second/stdout"),
+        format!("/bin/bash\n{}\n", physical(&elsewhere))
+    );
+    let second = (
+        serde_json::json!("/bin/bash"),
+        serde_json::json!(elsewhere.to_str().unwrap()),
+    );
+    assert_eq!(ran_with(&mount, "second"), second);
+
+    // And a third driver, with the first's settings again, tells both apart.
+    mount.stop();
+    mount.spawn(&["--shell", "/bin/sh"]);
+    assert_eq!(ran_with(&mount, "first"), first);
+    assert_eq!(ran_with(&mount, "second"), second);
 }

@@ -385,7 +385,7 @@ pub fn skill(site: &Site) -> String {
          running and writing to `output`; `rm -r {m}/cmd/<name>` stops what it left running. \
          To watch it as one command, end the text with `wait`.\n\
          - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
-         exit code, times, memory and byte counts.\n\n\
+         exit code, times, memory, byte counts, and the shell and directory it ran with.\n\n\
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
          and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
@@ -512,6 +512,8 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "timed_out": life.timed_out(),
         "killed": life.killed(),
         "reason": life.reason(),
+        "shell": snapshot.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
+        "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,
         "memory_limit": snapshot.memory_limit,
         "terminal": snapshot.terminal.map(|(size, (row, col))| json!({

@@ -115,10 +115,17 @@ impl Spawner for Fake {
             self.stdin.lock().push((request.name.clone(), read));
             crate::supervisor::Input::pipe(write, None)
         });
+        let config = crate::supervisor::SupervisorConfig {
+            shell: self.shell.clone(),
+            cwd: self.cwd.clone(),
+            kill_grace: Duration::from_secs(1),
+            cgroup_tag: None,
+            spawner: None,
+        };
         let job = Arc::new(Job::new(
             id,
             capture,
-            Duration::from_secs(1),
+            &config,
             None,
             "fake".to_string(),
             None,

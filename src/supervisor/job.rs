@@ -14,6 +14,7 @@ use crate::supervisor::input::Input;
 use crate::supervisor::terminal::{Screen, TerminalSize};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -281,6 +282,24 @@ impl Life {
     }
 }
 
+/// What a command runs with: `<shell> -c <text>` in `cwd`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub shell: PathBuf,
+    pub cwd: PathBuf,
+}
+
+impl Launch {
+    /// The shell and directory a record kept; None unless it has both (a record an
+    /// earlier version wrote has neither).
+    fn from_record(meta: &Value) -> Option<Launch> {
+        Some(Launch {
+            shell: meta["shell"].as_str()?.into(),
+            cwd: meta["cwd"].as_str()?.into(),
+        })
+    }
+}
+
 /// A copy of everything about a job except its output bytes.
 #[derive(Debug, Clone)]
 pub struct JobSnapshot {
@@ -290,6 +309,9 @@ pub struct JobSnapshot {
     pub output: StreamBytes,
     /// How the command is contained: `cgroup <path>` or `process group`.
     pub containment: String,
+    /// Its shell and working directory; None for a command an earlier version ran
+    /// and recorded without them.
+    pub launch: Option<Launch>,
     /// The memory limit in bytes, if any.
     pub memory_limit: Option<u64>,
     /// For a command on a terminal: its size and the cursor (row, column from 0).
@@ -309,6 +331,8 @@ pub struct Job {
     state: Mutex<State>,
     cgroup: Option<CommandCgroup>,
     containment: String,
+    /// None only for a command an earlier version ran and recorded without it.
+    launch: Option<Launch>,
     /// (bytes, enforced as an address-space rlimit rather than by the cgroup)
     memory: Option<(u64, bool)>,
     /// Its stdin pipe or terminal, when it has one.
@@ -376,10 +400,11 @@ impl KeptScreen {
 }
 
 impl Job {
+    /// A job that runs with `config`'s shell, working directory and kill grace.
     pub(crate) fn new(
         id: u64,
         capture: Capture,
-        kill_grace: Duration,
+        config: &super::SupervisorConfig,
         cgroup: Option<CommandCgroup>,
         containment: String,
         memory: Option<(u64, bool)>,
@@ -396,6 +421,10 @@ impl Job {
             name: capture.name().to_string(),
             cgroup,
             containment,
+            launch: Some(Launch {
+                shell: config.shell.clone(),
+                cwd: config.cwd.clone(),
+            }),
             memory,
             input,
             kept_screen: None,
@@ -404,7 +433,7 @@ impl Job {
                 capture,
                 // The pipes exist from the start; the pump counts them closed.
                 open_pipes,
-                kill_grace,
+                kill_grace: config.kill_grace,
             }),
         }
     }
@@ -473,6 +502,7 @@ impl Job {
             name: name.to_string(),
             cgroup: None,
             containment: meta["containment"].as_str().unwrap_or("").to_string(),
+            launch: Launch::from_record(meta),
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             kept_screen,
@@ -534,6 +564,8 @@ impl Job {
             "interrupted": life.interrupted(),
             "reason": life.reason(),
             "containment": self.containment,
+            "shell": self.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
+            "cwd": self.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
             "terminal": self.kept_screen_now().map(|kept| kept.record()),
         })
@@ -891,6 +923,7 @@ impl Job {
             stderr: bytes(Stream::Stderr),
             output: bytes(Stream::Output),
             containment: self.containment.clone(),
+            launch: self.launch.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
         }
@@ -939,10 +972,17 @@ mod tests {
         .expect("the spool opens")
     }
 
-    /// A job named `name` that has not started: no cgroup, no input.
+    /// A job named `name` that has not started: no cgroup, no input; `/bin/sh` in `/tmp`.
     fn new_job(spool: &Arc<Spool>, id: u64, name: &str, grace: Duration) -> Job {
         let capture = spool.capture(name, b"true");
-        Job::new(id, capture, grace, None, String::new(), None, None)
+        let config = crate::supervisor::SupervisorConfig {
+            shell: "/bin/sh".into(),
+            cwd: "/tmp".into(),
+            kill_grace: grace,
+            cgroup_tag: None,
+            spawner: None,
+        };
+        Job::new(id, capture, &config, None, String::new(), None, None)
     }
 
     /// A job whose shell runs as `pid`.
@@ -1116,6 +1156,7 @@ mod tests {
             assert_eq!(after.timed_out(), before.timed_out(), "{before:?}");
             assert_eq!(after.pid(), before.pid());
             assert_eq!(ms(after.started_at()), ms(before.started_at()));
+            assert_eq!(restored.snapshot().launch, job.snapshot().launch);
             assert!(after.outcome().is_some());
             if interrupted {
                 assert_eq!(after.reason().as_deref(), Some(DRIVER_STOPPED));
@@ -1127,6 +1168,44 @@ mod tests {
                 assert_eq!(ms(after.finished_at()), ms(before.finished_at()));
             }
         }
+    }
+
+    #[test]
+    fn the_shell_and_directory_it_ran_with_are_kept_in_the_record() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        // Nothing signals its pid here: no process needs to stand in.
+        let job = running_job(&spool, i32::MAX);
+        let ran_with = Launch {
+            shell: "/bin/sh".into(),
+            cwd: "/tmp".into(),
+        };
+        assert_eq!(job.snapshot().launch.as_ref(), Some(&ran_with));
+        job.mark_exited(exit(0, None));
+        let record = job.record(&job.state.lock());
+        assert_eq!(
+            (&record["shell"], &record["cwd"]),
+            (&json!("/bin/sh"), &json!("/tmp"))
+        );
+        let restore = |record: &Value| {
+            let capture = spool.capture("again", b"true");
+            Job::restore(2, record, capture, Duration::ZERO, None).expect("it reads back")
+        };
+        assert_eq!(restore(&record).snapshot().launch, Some(ran_with));
+        // A record written before they were kept: it reads back without them, and
+        // saves them as null again.
+        let mut old = record.clone();
+        let map = old.as_object_mut().expect("a record is an object");
+        map.remove("shell");
+        map.remove("cwd");
+        let restored = restore(&old);
+        assert_eq!(restored.snapshot().launch, None);
+        assert_eq!(restored.life().exit(), job.life().exit());
+        let again = restored.record(&restored.state.lock());
+        assert!(
+            again["shell"].is_null() && again["cwd"].is_null(),
+            "{again}"
+        );
     }
 
     #[test]

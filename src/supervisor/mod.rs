@@ -426,15 +426,7 @@ impl Supervisor {
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
             let capture = self.spool.capture(&request.name, &request.text);
-            let job = Job::new(
-                id,
-                capture,
-                self.config.kill_grace,
-                None,
-                String::new(),
-                None,
-                None,
-            );
+            let job = Job::new(id, capture, &self.config, None, String::new(), None, None);
             return self.failed(
                 Arc::new(job),
                 "terminalfs: not started: terminalfs is shutting down\n",
@@ -454,7 +446,6 @@ impl Supervisor {
         };
         let procs = cgroup.as_ref().map(|c| c.procs().clone());
         let memory = request.memory.map(|bytes| (bytes, rlimit.is_some()));
-        let grace = self.config.kill_grace;
         let watch = Watch {
             job: id,
             writable: self.writable.clone(),
@@ -463,7 +454,7 @@ impl Supervisor {
             Ok(wiring) => wiring,
             Err(error) => {
                 let capture = self.spool.capture(&request.name, &request.text);
-                let job = Job::new(id, capture, grace, cgroup, containment, memory, None);
+                let job = Job::new(id, capture, &self.config, cgroup, containment, memory, None);
                 let what = match request.stdin {
                     Stdin::Terminal(_) => "a terminal",
                     _ => "pipes",
@@ -479,7 +470,15 @@ impl Supervisor {
         } = wiring;
         let child = (stdin, stdout_write, stderr_write, stderr);
         let capture = self.spool.capture(&request.name, &request.text);
-        let job = Job::new(id, capture, grace, cgroup, containment, memory, input);
+        let job = Job::new(
+            id,
+            capture,
+            &self.config,
+            cgroup,
+            containment,
+            memory,
+            input,
+        );
         let job = Arc::new(job);
         match self.fork(&job, &request, child, pump, procs, rlimit) {
             Ok((pid, birth)) => {
