@@ -330,6 +330,7 @@ fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String
         created,
         last_read,
         returning,
+        marks: found.marks,
     })
 }
 

@@ -794,3 +794,94 @@ fn result_json_names_the_shell_and_directory_a_command_ran_with_across_a_restart
     assert_eq!(ran_with(&mount, "first"), first);
     assert_eq!(ran_with(&mount, "second"), second);
 }
+
+#[test]
+fn a_pinned_command_stays_pinned_and_its_removed_files_stay_removed_after_a_restart() {
+    // Kept an hour at first, so nothing expires before the restart.
+    let mut mount = Mount::with(deny_sudo());
+    // Pinned once it stopped.
+    assert_eq!(mount.run("done", "echo out; echo err >&2"), "completed\n");
+    std::fs::remove_file(mount.p("cmd/done/stdout")).unwrap();
+    // Pinned while it ran: the records saved when it ends keep the pin.
+    let gate = mount.dir.path().join("gate");
+    std::fs::write(
+        mount.p("ctl/live"),
+        format!("echo started; {}", until_exists(&gate)),
+    )
+    .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/live/stdout") == "started\n"
+    }));
+    std::fs::remove_file(mount.p("cmd/live/stderr")).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(mount.wait("live"), "completed\n");
+    // A refused command, pinned.
+    assert!(std::fs::write(mount.p("ctl/nope"), "sudo true").is_err());
+    std::fs::remove_file(mount.p("cmd/nope/reason")).unwrap();
+    // Not pinned: the same keep must remove it after the restart.
+    assert_eq!(mount.run("loose", "echo loose"), "completed\n");
+    let pinned = ["done", "live", "nope"];
+    let before: Vec<Vec<String>> = pinned.iter().map(|name| listing(&mount, name)).collect();
+    assert!(
+        !before[0].contains(&"stdout".to_string()),
+        "{:?}",
+        before[0]
+    );
+    assert!(
+        !before[1].contains(&"stderr".to_string()),
+        "{:?}",
+        before[1]
+    );
+    assert_eq!(before[2], ["command", "status"]);
+
+    assert_eq!(mount.stop().code(), Some(0));
+    mount.spawn(&["--keep", "1s"]);
+    assert!(
+        mount.log().contains("restored 4 command(s)"),
+        "{}",
+        mount.log()
+    );
+    let after: Vec<Vec<String>> = pinned.iter().map(|name| listing(&mount, name)).collect();
+    assert_eq!(after, before, "the same files, the same ones removed");
+    assert!(!mount.p("cmd/done/stdout").exists());
+    assert_eq!(mount.read("cmd/done/stderr"), "err\n");
+    assert_eq!(mount.read("cmd/live/stdout"), "started\n");
+    // The unpinned one, restored with the same keep, expires...
+    assert!(
+        wait_until(Duration::from_secs(20), || !mount.p("cmd/loose").exists()),
+        "the unpinned command did not expire"
+    );
+    // ...and the pinned ones stay, well past their keep.
+    let stays_until = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < stays_until {
+        for name in pinned {
+            assert!(
+                mount.p(&format!("cmd/{name}/status")).exists(),
+                "{name} expired though pinned"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // A file removed after the restart is kept too, and a second restart shows both.
+    std::fs::remove_file(mount.p("cmd/done/stderr")).unwrap();
+    mount.stop();
+    mount.spawn(&["--keep", "1s"]);
+    let done = listing(&mount, "done");
+    assert!(
+        !done.contains(&"stdout".to_string()) && !done.contains(&"stderr".to_string()),
+        "{done:?}"
+    );
+    assert_eq!(listing(&mount, "nope"), ["command", "status"]);
+
+    // rm -r still removes a pinned command, and its files.
+    mount.ok("rm -r \"$M/cmd/done\"");
+    assert!(!mount.p("cmd/done").exists());
+    assert!(wait_until(Duration::from_secs(10), || mount
+        .spool_dirs("done")
+        .is_empty()));
+    mount.stop();
+    mount.spawn(&["--keep", "1s"]);
+    assert!(!mount.p("cmd/done").exists());
+    assert!(mount.p("cmd/live/status").exists());
+}

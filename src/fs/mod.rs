@@ -269,6 +269,7 @@ impl Tree {
         }
         command.hidden |= slot.bit();
         command.pinned = true;
+        restore::keep_pin(command);
         Ok(None)
     }
 

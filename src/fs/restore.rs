@@ -1,13 +1,19 @@
 //! Bringing back, at start, the commands an earlier driver left in the spool.
 
-use super::names;
-use super::state::Run;
+use super::names::{self, Slot};
+use super::state::{Command, Run};
 use super::Tree;
 use crate::policy::parse_directives;
 use crate::spool::{Spool, Store};
 use crate::supervisor::Job;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::SystemTime;
+
+/// The mark that keeps a command pinned across restarts (see [`keep_pin`]).
+const PINNED: &str = "pinned";
+/// The mark that lists the files removed one by one.
+const REMOVED: &str = "removed";
 
 /// A command found in the spool, ready to be shown again.
 pub struct Comeback {
@@ -17,6 +23,8 @@ pub struct Comeback {
     pub created: SystemTime,
     pub last_read: SystemTime,
     pub returning: Returning,
+    /// What its record's marks kept of it (see [`keep_pin`]).
+    pub marks: Map<String, Value>,
 }
 
 pub enum Returning {
@@ -66,10 +74,45 @@ impl Tree {
                 if let Some(command) = state.command_mut(id) {
                     command.created = comeback.created;
                     command.idle_since = comeback.last_read;
+                    command.pinned = comeback.marks.get(PINNED) == Some(&Value::Bool(true));
+                    command.hidden = removed_files(&comeback.marks);
                 }
                 count += 1;
             }
             count
         })
     }
+}
+
+/// Keeps in its record's marks that `command` is pinned and which files were removed
+/// from it, so a restarted driver shows it the same: still pinned, the same files
+/// gone. A command whose spawn is still queued has no record yet; it cannot be
+/// reached to have a file removed (lookups under it wait for its job).
+pub(super) fn keep_pin(command: &Command) {
+    let store = match &command.run {
+        Run::Job(job) => job.store(),
+        Run::Denied {
+            store: Some(store), ..
+        } => store.clone(),
+        Run::Denied { store: None, .. } | Run::Starting => return,
+    };
+    let removed: Vec<&str> = Slot::all()
+        .filter(|slot| command.hidden & slot.bit() != 0)
+        .map(Slot::name)
+        .collect();
+    store.mark(PINNED, Value::Bool(command.pinned));
+    store.mark(REMOVED, removed.into());
+}
+
+/// The files a record's marks say were removed, as `Command::hidden` bits; names of
+/// files this version does not have are left out.
+fn removed_files(marks: &Map<String, Value>) -> u16 {
+    marks
+        .get(REMOVED)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter_map(Slot::from_name)
+        .fold(0, |hidden, slot| hidden | slot.bit())
 }

@@ -788,6 +788,63 @@ fn a_removed_file_is_hidden_and_pins_its_command() {
 }
 
 #[test]
+fn a_pin_is_kept_in_the_record_and_restored_with_the_files_removed() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let dir = rig.run("x", "true");
+    rig.tree.unlink(dir, b"stderr").expect("removed");
+    rig.fake.finish("x", 0);
+    rig.fake.spool.sync();
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(rig.fake.job("x").store().dir().join("meta.json")).expect("a record"),
+    )
+    .expect("JSON");
+    assert_eq!(
+        record["marks"],
+        serde_json::json!({"pinned": true, "removed": ["stderr"]}),
+        "{record}"
+    );
+
+    // Brought back: refused commands, one pinned (a file name this version does not
+    // know is left out), one not.
+    let comeback = |name: &str, marks: serde_json::Value| {
+        let store = rig
+            .fake
+            .spool
+            .keep_record(name, b"sudo x", serde_json::json!({"name": name}));
+        Comeback {
+            name: name.to_string(),
+            text: b"sudo x".to_vec(),
+            created: SystemTime::now(),
+            last_read: SystemTime::now(),
+            returning: Returning::Denied {
+                reason: "denied".to_string(),
+                store,
+            },
+            marks: marks.as_object().expect("marks are an object").clone(),
+        }
+    };
+    let restored = rig.tree.restore(
+        vec![
+            comeback(
+                "kept",
+                serde_json::json!({"pinned": true, "removed": ["reason", "no-such-file"]}),
+            ),
+            comeback("loose", serde_json::json!({})),
+        ],
+        &|line| panic!("{line}"),
+    );
+    assert_eq!(restored, 2);
+    let kept = rig.command("kept");
+    assert_eq!(rig.ls(kept), ["command", "status"]);
+    rig.tree.tick();
+    assert!(
+        rig.found(names::CMD, "kept").is_ok(),
+        "pinned: it does not expire"
+    );
+    assert_eq!(errno(rig.found(names::CMD, "loose")), libc::ENOENT);
+}
+
+#[test]
 fn fixed_files_and_directories_cannot_be_removed() {
     let rig = Rig::new();
     rig.run("x", "true");

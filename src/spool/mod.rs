@@ -5,7 +5,8 @@
 //! <state dir>/                  0700, checked at start
 //!   <name>.<stamp>/             one command (a reused name gets a new stamp)
 //!     command                   the text as written
-//!     meta.json                 its record (what the caller saved; status, exit, reason)
+//!     meta.json                 its record (what the caller saved; status, exit, reason),
+//!                               with the marks added to it under `marks`
 //!     stdout, stderr            bounded output (see `layout`)
 //!     output.idx                counts, then the index of the interleaving (see `capture`)
 //!   evicted                     how many finished commands were evicted, in decimal
@@ -41,6 +42,8 @@ const META_FILE: &str = "meta.json";
 const COMMAND_FILE: &str = "command";
 const EVICTED_FILE: &str = "evicted";
 const ALIVE_FILE: &str = "alive";
+/// Where `meta.json` keeps the marks (see [`Store::mark`]).
+const MARKS_KEY: &str = "marks";
 /// The version of `meta.json` this driver writes and reads.
 const META_VERSION: u64 = 1;
 /// How long a new command's first files wait before the worker writes them, unless
@@ -135,9 +138,9 @@ pub struct Store {
     /// checkpoint interval when no more output comes to write it. Whoever writes a
     /// header holds this lock, so an older one never lands after a newer one.
     pending: Mutex<Option<[u8; capture::HEADER as usize]>>,
-    /// A record saved but not written yet. The worker writes the newest one, so a
-    /// record replaced before the worker came to it is never written.
-    record: Mutex<Option<Vec<u8>>>,
+    /// Its record until the worker writes it, and its marks. The worker writes the
+    /// newest form, so a record replaced before the worker came to it is never written.
+    record: Mutex<Record>,
     /// The command's text while none of the store's files is written: the worker
     /// writes it with the newest record once the store is due or needed (see
     /// [`write_first`]). Only the worker takes it (and the store's drop).
@@ -175,6 +178,23 @@ impl Store {
         self.removed.store(true, Ordering::SeqCst);
     }
 
+    /// Keeps `value` under `key` in the record's marks and has the record written
+    /// again. Marks are the caller's own notes beside its record: every later save
+    /// keeps them, and a restart gives them back ([`Restored::marks`]).
+    pub fn mark(self: &Arc<Self>, key: &str, value: Value) {
+        let queued = {
+            let mut record = self.record.lock();
+            if record.marks.get(key) == Some(&value) {
+                return;
+            }
+            record.marks.insert(key.to_string(), value);
+            std::mem::replace(&mut record.unwritten, true)
+        };
+        if !queued {
+            self.shared.send(Task::Record(self.clone()));
+        }
+    }
+
     fn is_gone(&self) -> bool {
         self.evicted() || self.removed.load(Ordering::SeqCst)
     }
@@ -205,7 +225,10 @@ impl Drop for Store {
                     self.shared.send(Task::Left {
                         dir: self.dir.clone(),
                         command,
-                        record: self.record.get_mut().take(),
+                        // Nothing of it is on disk: only a record saved counts.
+                        record: self.record.get_mut().take().and_then(|(saved, marks)| {
+                            saved.map(|meta| encode_record(meta, marks))
+                        }),
                     });
                 }
             }
@@ -216,6 +239,66 @@ impl Drop for Store {
             }
         }
     }
+}
+
+/// A store's record as the worker has yet to write it, and its marks. Nothing is kept
+/// once written: a mark added later is written into the record on disk.
+#[derive(Default)]
+struct Record {
+    /// The newest record saved (see [`Spool::save`]), until the worker writes it.
+    saved: Option<Value>,
+    /// Written under `marks` in every form of the record (see [`Store::mark`]).
+    marks: serde_json::Map<String, Value>,
+    /// The record on disk is older than this: a record was saved, or marks added.
+    unwritten: bool,
+}
+
+impl Record {
+    /// What is not written yet, if anything: the newest record saved (None when only
+    /// the marks changed) and the marks. From now on it counts as written.
+    fn take(&mut self) -> Option<(Option<Value>, serde_json::Map<String, Value>)> {
+        if !std::mem::take(&mut self.unwritten) {
+            return None;
+        }
+        Some((self.saved.take(), self.marks.clone()))
+    }
+}
+
+/// The bytes of `meta.json`: `meta` with this driver's version and `marks`.
+fn encode_record(mut meta: Value, marks: serde_json::Map<String, Value>) -> Vec<u8> {
+    if let Value::Object(map) = &mut meta {
+        map.insert("version".into(), META_VERSION.into());
+        map.remove(MARKS_KEY);
+        if !marks.is_empty() {
+            map.insert(MARKS_KEY.into(), Value::Object(marks));
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&meta).expect("a JSON value serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The newest form of `store`'s record as bytes, if it is not written yet. When only
+/// its marks changed, the record is the one on disk, which only the worker writes.
+fn unwritten_record(store: &Store, log: fn(&str)) -> Option<Vec<u8>> {
+    let (saved, marks) = store.record.lock().take()?;
+    let meta = match saved {
+        Some(meta) => meta,
+        None => {
+            let path = store.dir.join(META_FILE);
+            let read = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|text| serde_json::from_slice(&text).map_err(|e| e.to_string()));
+            match read {
+                Ok(meta) => meta,
+                Err(e) => {
+                    log(&format!("cannot add marks to {}: {e}", path.display()));
+                    return None;
+                }
+            }
+        }
+    };
+    Some(encode_record(meta, marks))
 }
 
 /// Something the worker does off every lock.
@@ -277,6 +360,8 @@ pub struct Restored {
     pub command: Vec<u8>,
     /// What was saved with [`Spool::save`].
     pub meta: Value,
+    /// What was kept with [`Store::mark`].
+    pub marks: serde_json::Map<String, Value>,
     /// Its output, for a command that ran (a refused one has none).
     pub capture: Option<Capture>,
     /// The last moment its driver is known to have been alive with it: the latest of
@@ -361,7 +446,7 @@ impl Spool {
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             pending: Mutex::new(None),
-            record: Mutex::new(None),
+            record: Mutex::new(Record::default()),
             unwritten: Mutex::new(None),
         });
         registry.used += bytes;
@@ -412,13 +497,12 @@ impl Spool {
 
     /// Saves (replaces) a command's record; written by the worker.
     pub fn save(&self, store: &Arc<Store>, meta: &Value) {
-        let mut meta = meta.clone();
-        if let Value::Object(map) = &mut meta {
-            map.insert("version".into(), META_VERSION.into());
-        }
-        let mut bytes = serde_json::to_vec_pretty(&meta).expect("a JSON value serialises");
-        bytes.push(b'\n');
-        if store.record.lock().replace(bytes).is_none() {
+        let queued = {
+            let mut record = store.record.lock();
+            record.saved = Some(meta.clone());
+            std::mem::replace(&mut record.unwritten, true)
+        };
+        if !queued {
             self.shared.send(Task::Record(store.clone()));
         }
     }
@@ -550,11 +634,16 @@ impl Spool {
         let meta_path = dir.join(META_FILE);
         let text =
             std::fs::read(&meta_path).map_err(|e| format!("no readable {META_FILE} ({e})"))?;
-        let meta: Value =
+        let mut meta: Value =
             serde_json::from_slice(&text).map_err(|e| format!("{META_FILE} is not JSON ({e})"))?;
         if meta.get("version").and_then(Value::as_u64) != Some(META_VERSION) {
             return Err(format!("{META_FILE} has an unknown version"));
         }
+        let marks = match meta.as_object_mut().and_then(|map| map.remove(MARKS_KEY)) {
+            None => serde_json::Map::new(),
+            Some(Value::Object(marks)) => marks,
+            Some(_) => return Err(format!("the marks in {META_FILE} are not an object")),
+        };
         let command = std::fs::read(dir.join(COMMAND_FILE))
             .map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?;
         let last_read = modified(&meta_path)
@@ -574,6 +663,7 @@ impl Spool {
         if !index_path.exists() {
             // A refused command, or one that never wrote a byte.
             let store = self.new_store(dir.to_path_buf(), 0, true, last_read);
+            store.record.lock().marks = marks.clone();
             let capture = (meta.get("denied").is_none()).then(|| {
                 let header = self.fresh_header();
                 let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
@@ -584,6 +674,7 @@ impl Spool {
                 store,
                 command,
                 meta,
+                marks,
                 capture,
                 last_seen,
             });
@@ -608,12 +699,14 @@ impl Spool {
         header.sealed = false;
         let disk = Capture::disk_bytes(&header);
         let store = self.new_store(dir.to_path_buf(), disk, true, last_read);
+        store.record.lock().marks = marks.clone();
         let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
         capture.seal();
         Ok(Restored {
             store,
             command,
             meta,
+            marks,
             capture: Some(capture),
             last_seen,
         })
@@ -724,8 +817,10 @@ fn work(
                     }
                     continue;
                 }
-                let newest = store.record.lock().take();
-                if let (Some(bytes), false) = (newest, store.is_gone()) {
+                if store.is_gone() {
+                    continue;
+                }
+                if let Some(bytes) = unwritten_record(&store, log) {
                     write_logged(&store.dir, META_FILE, &bytes, log);
                 }
             }
@@ -777,7 +872,7 @@ fn write_first(store: &Store, log: fn(&str)) {
         return;
     }
     write_logged(&store.dir, COMMAND_FILE, &command, log);
-    if let Some(record) = store.record.lock().take() {
+    if let Some(record) = unwritten_record(store, log) {
         write_logged(&store.dir, META_FILE, &record, log);
     }
 }

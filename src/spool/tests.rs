@@ -595,3 +595,95 @@ fn a_command_removed_before_its_files_were_written_leaves_nothing() {
         .collect();
     assert!(lines.is_empty(), "{lines:?}");
 }
+
+#[test]
+fn marks_outlive_later_saves_and_come_back_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let (job_dir, refused_dir) = {
+        let spool = deferring_spool_in(&state, NEVER_DUE);
+        let mut capture = spool.capture("pinned", b"echo p");
+        capture.save(&serde_json::json!({"name": "pinned", "status": "running"}));
+        capture.append(Stream::Stdout, b"p\n");
+        // Marked while it runs; the record saved when it ends keeps the mark.
+        capture.store().mark("pinned", true.into());
+        capture.seal();
+        capture.save(&serde_json::json!({"name": "pinned", "status": "done"}));
+        let refused = spool.keep_record(
+            "nope",
+            b"sudo x",
+            serde_json::json!({"name": "nope", "denied": "no"}),
+        );
+        // Marked before its first files were written: they carry the mark.
+        refused.mark("removed", serde_json::json!(["reason"]));
+        spool.sync();
+        (
+            capture.store().dir().to_path_buf(),
+            refused.dir().to_path_buf(),
+        )
+    };
+    let on_disk = record_in(&job_dir);
+    assert_eq!(on_disk["status"], "done");
+    assert_eq!(on_disk["marks"], serde_json::json!({"pinned": true}));
+    assert_eq!(
+        record_in(&refused_dir)["marks"],
+        serde_json::json!({"removed": ["reason"]})
+    );
+
+    let spool = spool_in(&state, 1 << 20, u64::MAX);
+    let mut restored = spool.restore();
+    restored.sort_by_key(|r| r.meta["name"].as_str().unwrap().to_string());
+    assert_eq!(restored.len(), 2);
+    assert_eq!(restored[1].meta["status"], "done");
+    assert_eq!(
+        Value::Object(restored[1].marks.clone()),
+        serde_json::json!({"pinned": true})
+    );
+    assert!(restored[1].meta.get("marks").is_none(), "marks apart");
+    // A mark added after the restart is written with the record read back.
+    restored[1]
+        .store
+        .mark("removed", serde_json::json!(["stderr"]));
+    spool.sync();
+    let again = record_in(&job_dir);
+    assert_eq!(again["status"], "done");
+    assert_eq!(again["name"], "pinned");
+    assert_eq!(
+        again["marks"],
+        serde_json::json!({"pinned": true, "removed": ["stderr"]})
+    );
+    assert_eq!(
+        Value::Object(restored[0].marks.clone()),
+        serde_json::json!({"removed": ["reason"]})
+    );
+}
+
+#[test]
+fn a_record_without_marks_comes_back_with_none_and_bad_marks_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    // As a driver that kept no marks wrote them.
+    let old = state.join("old.1");
+    let bad = state.join("bad.2");
+    prepare_dir(&state).unwrap();
+    for (dir, record) in [
+        (&old, r#"{"version": 1, "name": "old", "denied": "no"}"#),
+        (
+            &bad,
+            r#"{"version": 1, "name": "bad", "denied": "no", "marks": 3}"#,
+        ),
+    ] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join(COMMAND_FILE), "sudo x").unwrap();
+        std::fs::write(dir.join(META_FILE), record).unwrap();
+    }
+    let spool = spool_in(&state, 1 << 20, u64::MAX);
+    let restored = spool.restore();
+    assert_eq!(restored.len(), 1);
+    assert_eq!(restored[0].meta["name"], "old");
+    assert!(restored[0].marks.is_empty());
+    assert!(
+        bad.exists(),
+        "a record that cannot be read is left in place"
+    );
+}
