@@ -381,7 +381,7 @@ impl Tree {
                     let stopped_at = match &command.run {
                         Run::Denied { .. } => Some(command.created),
                         Run::Starting => None,
-                        Run::Job(job) => job.life().finished_at(),
+                        Run::Job(job) => job.finished_at(),
                     };
                     let Some(stopped_at) = stopped_at else {
                         continue;

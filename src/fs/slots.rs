@@ -293,7 +293,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
         (How::Follow | How::Wait | How::Kill | How::Input | How::Keys, _) => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
             let size = View::whole().size(job, stream);
-            let mtime = job.life().finished_at().unwrap_or_else(SystemTime::now);
+            let mtime = job.finished_at().unwrap_or_else(SystemTime::now);
             (size, mtime)
         }
         _ => (

@@ -639,6 +639,12 @@ impl Job {
         self.state.lock().life.clone()
     }
 
+    /// When its shell was reaped; None while it runs. Cheaper than a whole
+    /// [`Job::life`] for the tree's tick, which asks it of every command.
+    pub fn finished_at(&self) -> Option<SystemTime> {
+        self.state.lock().life.finished_at()
+    }
+
     pub(crate) fn kill_grace(&self) -> Duration {
         self.state.lock().kill_grace
     }
