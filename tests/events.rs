@@ -1,19 +1,31 @@
 //! `/events` on a real mount: the listing at open, one line per change, end-of-file
-//! after --wait-timeout of silence, and the waiting idiom SKILL.md teaches.
+//! after --wait-timeout of silence or of streaming, and the waiting idiom SKILL.md
+//! teaches.
 
 use crate::common::{Mount, Options};
 use std::io::{BufRead, BufReader};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Reads `/events` line by line on a thread, for as long as the test lasts.
+/// Reads `/events` line by line on a thread, for as long as the test lasts: past an
+/// end-of-file it reads the same handle again, as `tail -f` does.
 fn reader(mount: &Mount) -> mpsc::Receiver<String> {
     let file = std::fs::File::open(mount.p("events")).expect("events opens");
     let (sender, lines) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(file).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
+        let mut file = BufReader::new(file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match file.read_line(&mut line) {
+                Ok(0) => continue,
+                Ok(_) => {
+                    let line = line.trim_end_matches('\n').to_string();
+                    if sender.send(line).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
             }
         }
     });
@@ -121,4 +133,51 @@ fn the_skill_idiom_waits_for_the_first_of_several_past_the_wait_timeout() {
         .collect();
     assert_eq!(words, ["a running", "c running", "b error 2"], "{listing}");
     mount.ok("echo stop > $M/cmd/a/kill; echo stop > $M/cmd/c/kill");
+}
+
+#[test]
+fn a_walk_of_a_busy_mount_ends_and_a_handle_read_past_its_end_goes_on() {
+    let mount = Mount::with_args(&["--wait-timeout", "2s"]);
+    // A command comes and goes every fifth of a second for up to 90 s, so the mount
+    // is never silent for long while the walk runs.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy = {
+        let (stop, ctl) = (stop.clone(), mount.p("ctl"));
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst)
+                && started.elapsed() < Duration::from_secs(90)
+            {
+                std::fs::write(ctl.join(format!("busy{i}")), "true").unwrap();
+                i += 1;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            started.elapsed()
+        })
+    };
+    // grep reads every file to its end, events among them (but a running command's
+    // `kill`, which cannot be read); no match is exit code 1.
+    let walk = mount.sh("timeout 300 grep -r -l --exclude=kill zzz-not-there $M");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let busy_for = busy.join().unwrap();
+    assert_eq!(walk.status.code(), Some(1), "{walk:?}");
+    assert!(
+        busy_for < Duration::from_secs(90),
+        "the walk outlasted 90 s of commands coming and going"
+    );
+    // One handle read to its end, then again after a command ran: the later read
+    // goes on with the stream.
+    let mut events = std::fs::File::open(mount.p("events")).unwrap();
+    let mut seen = String::new();
+    std::io::Read::read_to_string(&mut events, &mut seen).unwrap();
+    assert!(seen.contains(" busy0 completed 0\n"), "{seen}");
+    assert_eq!(mount.run("late", "true"), "completed\n");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut later = String::new();
+    while !later.contains(" late completed 0\n") {
+        assert!(Instant::now() < deadline, "{later}");
+        std::io::Read::read_to_string(&mut events, &mut later).unwrap();
+    }
+    assert!(!later.contains(" busy0 "), "{later}");
 }

@@ -6,11 +6,17 @@
 //! compares that with the tree now and turns every difference into a line. A read
 //! with nothing new is parked like `follow` (woken by any command's news) and ends
 //! with end-of-file after `--wait-timeout` of silence.
+//!
+//! A busy mount is never silent, so a feed also ends once `--wait-timeout` has passed
+//! since its open or its last end-of-file: a tool that walks the tree (`grep -r`)
+//! reads every file to its end, and must not stay on this one while commands come
+//! and go. A later read of the same handle goes on where it stopped (`tail -f`), and
+//! nothing made for it is lost.
 
 use super::state::{Command, Run, State};
 use crate::policy::audit::rfc3339;
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 /// What one open of `/events` has said so far.
 #[derive(Default)]
@@ -20,6 +26,9 @@ pub(super) struct Feed {
     /// Lines made but not read yet, starting at byte offset `base` of the stream.
     unread: Vec<u8>,
     base: u64,
+    /// Since when this handle has streamed without an end-of-file (its first read, or
+    /// the read after its last end-of-file).
+    since: Option<Instant>,
 }
 
 /// A command's state as an event word, and when it came to be; None while it has
@@ -81,8 +90,20 @@ impl Feed {
         !lines.is_empty()
     }
 
-    /// The bytes at `offset`, at most `size`, once there are any; None to wait.
-    pub fn read(&mut self, state: &State, offset: u64, size: usize) -> Option<Vec<u8>> {
+    /// The bytes at `offset`, at most `size`, once there are any; None to wait. Empty
+    /// (end-of-file) once `limit` has passed since the stream began or last ended.
+    pub fn read(
+        &mut self,
+        state: &State,
+        offset: u64,
+        size: usize,
+        limit: Duration,
+    ) -> Option<Vec<u8>> {
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= limit {
+            self.since = None;
+            return Some(Vec::new());
+        }
         // Sequential reads: what lies before `offset` has been read and is dropped.
         let consumed = offset
             .saturating_sub(self.base)

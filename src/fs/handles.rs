@@ -442,7 +442,7 @@ impl Tree {
         // A feed reads the whole tree: out of its handle while it looks.
         if let Some(Body::Events(feed)) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
             let mut feed = std::mem::take(feed);
-            let bytes = feed.read(&state, offset, size as usize);
+            let bytes = feed.read(&state, offset, size as usize, self.config.wait_timeout);
             if let Some(Body::Events(slot)) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
                 *slot = feed;
             }

@@ -408,7 +408,9 @@ pub fn skill(site: &Site) -> String {
          `{m}/events` has one line per change of any command: `<time> <name> <word>`, with \
          the words `running`, `paused`, `completed <code>`, `error <code>`, `denied` and \
          `removed`. Each open first lists every command as it is now, then waits for changes, \
-         and ends after {wait} seconds of silence, so wait in a loop:\n\n\
+         and ends after {wait} seconds of silence, or {wait} seconds after it began even on a \
+         busy mount (so `grep -r` over the mount ends; `tail -f` goes on past that end), so \
+         wait in a loop:\n\n\
          ```sh\n\
          echo 'sleep 2; echo fast' > {m}/ctl/fast\n\
          echo 'sleep 300' > {m}/ctl/slow\n\
