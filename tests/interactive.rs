@@ -628,3 +628,103 @@ fn bad_input_gets_a_clear_errno_and_nothing_half_sent() {
         assert!(reason.contains(needle), "{reason}");
     }
 }
+
+// ----- what a finished command keeps ---------------------------------------------------
+
+/// What the driver's descriptors point at (`/dev/ptmx`, `pipe:[…]`, paths).
+fn descriptor_targets(pid: i32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|entry| std::fs::read_link(entry.path()).ok())
+                .map(|target| target.display().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn finished_commands_of_every_kind_hold_no_descriptor() {
+    let mount = Mount::with(Options {
+        settings: DENY_SUDO,
+        ..Options::default()
+    });
+    let driver = mount.pid() as i32;
+    let killed = |name: &str, command: &str| {
+        start(&mount, name, command, "kill");
+        mount.ok(&format!("echo > $M/cmd/{name}/kill"));
+        assert_eq!(mount.wait(name), "error\n");
+    };
+    // One command of every kind, each left finished (the default --keep keeps them).
+    let every_kind = |round: usize| {
+        assert_eq!(
+            mount.run(&format!("plain{round}"), "echo plain"),
+            "completed\n"
+        );
+        let fed = format!("fed{round}");
+        start(&mount, &fed, "#terminalfs stdin\nhead -n 1", "stdin");
+        mount.ok(&format!("echo line >> $M/cmd/{fed}/stdin"));
+        assert_eq!(mount.wait(&fed), "completed\n");
+        let tty = format!("tty{round}");
+        assert_eq!(
+            mount.run(&tty, &format!("#terminalfs tty\necho shown-{round}")),
+            "completed\n"
+        );
+        refused(&mount, &format!("refused{round}"), "sudo true");
+        killed(&format!("killed{round}"), "sleep 1000");
+        killed(&format!("killedin{round}"), "#terminalfs stdin\nsleep 1000");
+        killed(&format!("killedtty{round}"), "#terminalfs tty\nsleep 1000");
+        let late = format!("late{round}");
+        assert_eq!(
+            mount.run(&late, "#terminalfs stdin timeout=1s\nsleep 1000"),
+            "error\n"
+        );
+        assert!(mount
+            .read(&format!("cmd/{late}/reason"))
+            .contains("timed out"));
+        let late_tty = format!("latetty{round}");
+        assert_eq!(
+            mount.run(&late_tty, "#terminalfs tty timeout=1s\nsleep 1000"),
+            "error\n"
+        );
+    };
+    // The first round makes what the driver makes once and keeps (a cgroup ready for
+    // the next command, a stderr file readied ahead).
+    every_kind(0);
+    let baseline = descriptor_targets(driver).len();
+    for round in 1..4 {
+        every_kind(round);
+    }
+    let mut held = Vec::new();
+    let released = wait_until(PATIENCE, || {
+        held = descriptor_targets(driver);
+        held.len() <= baseline && !held.iter().any(|target| target.contains("ptmx"))
+    });
+    assert!(
+        released,
+        "{baseline} descriptors after the first round, after three more: {held:#?}"
+    );
+    // Letting go of the terminal changes nothing that can be read.
+    for round in 0..4 {
+        let tty = format!("tty{round}");
+        assert_eq!(
+            mount.read(&format!("cmd/{tty}/screen")),
+            format!("shown-{round}\n\n")
+        );
+        let terminal = &result_json(&mount, &tty)["terminal"];
+        assert_eq!(terminal["cursor"]["row"], 1, "{terminal}");
+        assert_eq!(terminal["cursor"]["col"], 0, "{terminal}");
+    }
+    // Input to a finished command fails as it always did: nothing reads it.
+    assert_eq!(
+        errno_of(append(&mount.p("cmd/tty3/keys"), b"Enter")),
+        libc::EPIPE
+    );
+    assert_eq!(
+        errno_of(append(&mount.p("cmd/fed3/stdin"), b"more\n")),
+        libc::EPIPE
+    );
+    mount.wait_for_log("cmd/tty3/keys: nothing reads this input any more");
+    mount.wait_for_log("cmd/fed3/stdin: nothing reads this input any more");
+}

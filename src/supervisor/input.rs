@@ -186,6 +186,21 @@ impl Input {
         Ok(())
     }
 
+    /// The command has stopped and its output is drained: nothing reads what would be
+    /// written any more. Closes the descriptor (a pipe's write end, a terminal's master,
+    /// which frees the pseudo-terminal), so a finished command holds none; the screen
+    /// stays as the program left it, and later writes fail as they would on a reader
+    /// that is gone.
+    pub(crate) fn release(&self) {
+        let mut descriptor = self.descriptor.lock();
+        descriptor.gone = true;
+        descriptor.backlog = Vec::new();
+        if let (Some(watch), Some(fd)) = (&self.watch, &descriptor.fd) {
+            watch.writable.forget(watch.job, fd.as_raw_fd());
+        }
+        descriptor.fd = None;
+    }
+
     /// Sends what waits in the backlog, as far as it goes now.
     pub fn flush(&self) {
         let _ = flush(&mut self.descriptor.lock());
@@ -226,10 +241,10 @@ impl Input {
 
 fn flush(descriptor: &mut Descriptor) -> Result<(), InputError> {
     if descriptor.backlog.is_empty() {
-        return if descriptor.fd.is_none() {
-            Err(InputError::Closed)
-        } else if descriptor.gone {
+        return if descriptor.gone {
             Err(InputError::Gone)
+        } else if descriptor.fd.is_none() {
+            Err(InputError::Closed)
         } else {
             Ok(())
         };
@@ -351,6 +366,49 @@ mod tests {
         drop(read);
         assert_eq!(input.write(b"x"), Err(InputError::Gone));
         assert!(!input.is_open());
+    }
+
+    #[test]
+    fn a_released_pipe_is_closed_and_refuses_writes_as_gone() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write, None);
+        input.release();
+        let mut buf = [0u8; 4];
+        // SAFETY: reading into a valid buffer; 0 is end of file, no writer left.
+        assert_eq!(
+            unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), 4) },
+            0
+        );
+        assert!(!input.is_open());
+        assert_eq!(input.write(b"late"), Err(InputError::Gone));
+        assert_eq!(input.close(), Ok(()));
+        assert_eq!(input.write(b"late"), Err(InputError::Gone));
+    }
+
+    #[test]
+    fn a_released_terminal_hangs_up_and_keeps_its_screen() {
+        let size = TerminalSize { cols: 40, rows: 10 };
+        let pty = Pty::open(size).unwrap();
+        // SAFETY: setting a status flag on a descriptor we own.
+        unsafe { libc::fcntl(pty.slave.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let read_slave = || {
+            let mut buf = [0u8; 16];
+            // SAFETY: reading into a valid buffer from a non-blocking descriptor.
+            let n = unsafe { libc::read(pty.slave.as_raw_fd(), buf.as_mut_ptr().cast(), 16) };
+            (n, std::io::Error::last_os_error().raw_os_error())
+        };
+        let input = Input::terminal(pty.master, size, None);
+        assert_eq!(read_slave(), (-1, Some(libc::EAGAIN)));
+        input.displayed(b"all done\r\n");
+        input.release();
+        // With its master closed, the terminal is hung up: no more waiting for input.
+        let (n, error) = read_slave();
+        assert!(n == 0 || error == Some(libc::EIO), "{n} {error:?}");
+        assert_eq!(input.screen_text().unwrap(), "all done\n\n");
+        assert_eq!(input.terminal_state(), Some((size, (1, 0))));
+        assert_eq!(input.send_keys(b"Enter"), Err(InputError::Gone));
+        assert_eq!(input.write(b"x"), Err(InputError::Gone));
+        assert_eq!(input.close(), Err(InputError::TerminalNotClosable));
     }
 
     #[test]

@@ -612,10 +612,14 @@ impl Job {
     }
 
     /// Saves the record; once the shell has stopped and no pipe is left open, the
-    /// output is complete and its files are closed.
+    /// output is complete and its files are closed, and so is its input (the screen
+    /// stays).
     fn save(&self, state: &mut State) {
         if state.open_pipes == 0 && !state.life.is_running() {
             state.capture.seal();
+            if let Some(input) = &self.input {
+                input.release();
+            }
         }
         state.capture.save(&self.record(state));
     }

@@ -73,6 +73,15 @@ impl Writable {
         }
     }
 
+    /// `job` no longer waits for `fd`, which is about to be closed (and its number
+    /// perhaps reused by a descriptor that never has room).
+    pub fn forget(&self, job: u64, fd: RawFd) {
+        self.shared
+            .wanted
+            .lock()
+            .retain(|&entry| entry != (job, fd));
+    }
+
     pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake();
@@ -129,8 +138,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[test]
-    fn a_full_pipe_is_reported_once_it_has_room() {
+    /// The thread, what it reports, and a pipe (read end, write end) that is full.
+    fn watching_a_full_pipe() -> (
+        Arc<Writable>,
+        crossbeam_channel::Receiver<u64>,
+        OwnedFd,
+        OwnedFd,
+    ) {
         let (sender, receiver) = crossbeam_channel::unbounded();
         let writable = Writable::start(Arc::new(move |job, _| {
             let _ = sender.send(job);
@@ -141,6 +155,12 @@ mod tests {
         let chunk = [0u8; 4096];
         // SAFETY: writing a valid buffer until the pipe is full.
         while unsafe { libc::write(write.as_raw_fd(), chunk.as_ptr().cast(), chunk.len()) } > 0 {}
+        (writable, receiver, read, write)
+    }
+
+    #[test]
+    fn a_full_pipe_is_reported_once_it_has_room() {
+        let (writable, receiver, read, write) = watching_a_full_pipe();
         writable.want(7, write.as_raw_fd());
         assert!(receiver.recv_timeout(Duration::from_millis(300)).is_err());
         let mut buffer = vec![0u8; 1 << 20];
@@ -148,6 +168,24 @@ mod tests {
         unsafe { libc::read(read.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len()) };
         assert_eq!(receiver.recv_timeout(Duration::from_secs(10)), Ok(7));
         // Reported once.
+        assert!(receiver.recv_timeout(Duration::from_millis(300)).is_err());
+        writable.stop();
+    }
+
+    #[test]
+    fn a_forgotten_descriptor_is_not_reported() {
+        let (writable, receiver, read, write) = watching_a_full_pipe();
+        writable.want(7, write.as_raw_fd());
+        writable.want(8, write.as_raw_fd());
+        writable.forget(7, write.as_raw_fd());
+        assert!(!writable
+            .shared
+            .wanted
+            .lock()
+            .contains(&(7, write.as_raw_fd())));
+        drop(read);
+        // The other job's wait is untouched; the forgotten one never comes.
+        assert_eq!(receiver.recv_timeout(Duration::from_secs(10)), Ok(8));
         assert!(receiver.recv_timeout(Duration::from_millis(300)).is_err());
         writable.stop();
     }
