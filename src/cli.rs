@@ -11,8 +11,42 @@ fn duration(text: &str) -> Result<Duration, String> {
     parse_duration(text)
 }
 
-fn size(text: &str) -> Result<u64, String> {
-    parse_size(text)
+/// `--wait-timeout`: a read must be able to wait at all.
+fn wait_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        zero if zero.is_zero() => Err(
+            "a blocking read must be able to wait: give more than zero (the default is 25s)".into(),
+        ),
+        wait => Ok(wait),
+    }
+}
+
+/// `--timeout`: a limit of zero would stop every command as it starts.
+fn limit(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        zero if zero.is_zero() => Err(
+            "a limit of zero would stop every command as it starts: give more than zero, or \
+             leave --timeout out for no limit"
+                .into(),
+        ),
+        limit => Ok(limit),
+    }
+}
+
+/// `--max-output`: the head and the newest bytes need a byte each.
+fn output_size(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 | 1 => Err("a stream keeps its head and its newest bytes: give at least 2".into()),
+        bytes => Ok(bytes),
+    }
+}
+
+/// `--max-spool`: room for at least some output.
+fn spool_size(text: &str) -> Result<u64, String> {
+    match parse_size(text)? {
+        0 => Err("commands need room for their output: give more than zero".into()),
+        bytes => Ok(bytes),
+    }
 }
 
 /// A FUSE filesystem that runs shell commands: write a command into ctl/<name>, and
@@ -54,18 +88,18 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = duration)]
     pub(crate) settle: Duration,
 
-    /// Longest time any read blocks (`wait`, `follow`)
-    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = duration)]
+    /// Longest time any read blocks (`wait`, `follow`); more than zero
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = wait_duration)]
     pub(crate) wait_timeout: Duration,
 
     /// Bytes kept per output stream: the first quarter and the newest bytes; what lies
-    /// between is dropped, with a notice
-    #[arg(long, value_name = "SIZE", default_value = "64m", value_parser = size)]
+    /// between is dropped, with a notice; at least 2
+    #[arg(long, value_name = "SIZE", default_value = "64m", value_parser = output_size)]
     pub(crate) max_output: u64,
 
     /// Bytes all commands' output may take on disk; finished commands least recently
-    /// read are removed first to stay under it
-    #[arg(long, value_name = "SIZE", default_value = "2g", value_parser = size)]
+    /// read are removed first to stay under it; more than zero
+    #[arg(long, value_name = "SIZE", default_value = "2g", value_parser = spool_size)]
     pub(crate) max_spool: u64,
 
     /// Where output and finished commands are kept (created 0700; refused if others
@@ -73,8 +107,9 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub(crate) state_dir: Option<PathBuf>,
 
-    /// Stop any command that runs longer than this [default: none]
-    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    /// Stop any command that runs longer than this; more than zero (leave it out for no
+    /// limit) [default: none]
+    #[arg(long, value_name = "DURATION", value_parser = limit)]
     pub(crate) timeout: Option<Duration>,
 
     /// Time between SIGTERM and SIGKILL when a command is stopped

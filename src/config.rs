@@ -67,15 +67,6 @@ impl Config {
             None => std::env::current_dir()
                 .map_err(|e| format!("cannot read the current directory: {e}"))?,
         };
-        if cli.wait_timeout.is_zero() {
-            return Err("--wait-timeout must be more than zero".into());
-        }
-        if cli.max_output < 2 {
-            return Err("--max-output must be at least 2 bytes".into());
-        }
-        if cli.max_spool == 0 {
-            return Err("--max-spool must be more than zero".into());
-        }
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
         let state_dir = match &cli.state_dir {
             Some(dir) => absolute(dir),

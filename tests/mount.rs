@@ -59,18 +59,34 @@ fn refuses_a_mount_point_that_is_not_an_empty_directory() {
 
 #[test]
 fn bad_flag_values_name_the_flag_and_exit_2() {
-    for (flag, value) in [
-        ("--keep", "5x"),
-        ("--max-output", "lots"),
-        ("--wait-timeout", ""),
+    for (flag, value, sentence) in [
+        ("--keep", "5x", "unknown unit"),
+        ("--max-output", "lots", "not a size"),
+        ("--wait-timeout", "", "not a duration"),
+        // Values out of range say what the range is.
+        ("--max-output", "0", "give at least 2"),
+        ("--max-output", "1", "give at least 2"),
+        ("--wait-timeout", "0", "give more than zero"),
+        ("--wait-timeout", "0ms", "give more than zero"),
+        ("--max-spool", "0", "give more than zero"),
+        ("--max-spool", "0k", "give more than zero"),
     ] {
-        let out = run_binary(&[&flag, &value]);
-        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains(flag),
-            "{flag}"
-        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mnt");
+        let out = run_binary(&[&flag, &value, &"--path", &path]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(sentence), "{flag} {value}: {stderr}");
+        assert!(!path.exists(), "{flag} {value} made the mount point");
     }
+    // The smallest values in range start.
+    let mount = Mount::with_args(&["--max-output", "2"]);
+    assert_eq!(mount.run("small", "echo abc"), "completed\n");
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/small/result.json")).unwrap();
+    assert_eq!(result["stdout"]["bytes"], 4, "{result}");
+    assert_eq!(result["stdout"]["kept"], 2, "{result}");
 }
 
 // Linux only: it watches the reader through /proc.

@@ -520,6 +520,34 @@ fn time_limits_from_the_flag_and_from_directives() {
     assert_eq!(result(&mount, "longer")["timed_out"], false);
 }
 
+/// No limit is the absence of one: a limit of zero, which would stop every command as it
+/// starts, is refused alike from the flag (a usage error) and from a directive.
+#[test]
+fn a_time_limit_of_zero_is_refused_by_the_flag_and_the_directive() {
+    for value in ["0", "0s", "0ms"] {
+        let out = run_binary(&[&"--timeout", &value]);
+        assert_eq!(out.status.code(), Some(2), "--timeout {value}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("--timeout") && stderr.contains("leave --timeout out for no limit"),
+            "{stderr}"
+        );
+    }
+    let mount = Mount::start();
+    // A bad directive fails the write itself; the command is refused with its reason.
+    let write = std::fs::write(mount.p("ctl/zero"), "#terminalfs timeout=0\necho ran");
+    assert_eq!(write.unwrap_err().raw_os_error(), Some(libc::EPERM));
+    assert_eq!(mount.read("cmd/zero/status"), "denied\n");
+    let reason = mount.read("cmd/zero/reason");
+    assert!(
+        reason.contains("timeout=0") && reason.contains("longer than zero"),
+        "{reason}"
+    );
+    // Without a limit a command runs as long as it likes.
+    assert_eq!(mount.run("free", "sleep 1; echo done"), "completed\n");
+    assert_eq!(result(&mount, "free")["timed_out"], false);
+}
+
 #[test]
 fn a_removed_command_frees_its_output_though_its_time_limit_is_far_off() {
     let mount = Mount::with_args(&["--timeout", "1h"]);
