@@ -281,6 +281,10 @@ const DEFAULT_REFUSED: &[&str] = &[
     // Strings the shell runs or expands as code.
     "trap 'sudo ls' EXIT",
     "trap -- 'sudo ls' INT TERM",
+    "shopt -s expand_aliases\nalias t=sudo\nt ls",
+    "alias t='sudo ls'",
+    "alias ll='ls -l' t='echo; sudo ls'",
+    "builtin alias t='sudo ls'",
     "mapfile -C 'sudo ls' -c 1 x < f",
     "readarray -C'sudo ls' x < f",
     "PS4='$(sudo ls)'; set -x; :",
@@ -981,6 +985,7 @@ const ORDINARY: &[&str] = &[
     "export PATH=\"$HOME/.local/bin:$PATH\" && which python3",
     "source venv/bin/activate && pytest",
     "trap 'rm -f \"$tmp\"' EXIT; tmp=$(mktemp); echo x > \"$tmp\"",
+    "shopt -s expand_aliases; alias ll='ls -l'; alias -p",
     "printf '%s\\n' a b c | sort",
     "readarray -t lines < file.txt; echo ${#lines[@]}",
     "test -f Cargo.toml && echo rust",

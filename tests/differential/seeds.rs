@@ -61,6 +61,9 @@ pub const SEEDS: &[&str] = &[
     "/usr/bin/zap[m]e",
     // Strings the shell runs as code.
     "trap 'zapme' EXIT",
+    "shopt -s expand_aliases\nalias t=zapme\nt",
+    "shopt -s expand_aliases\nalias t='zapme '\nt",
+    "shopt -s expand_aliases\nalias t='echo; zapme' u=x\nt",
     "trap zapme EXIT",
     "mapfile -C zapme -c 1 x <<< a",
     "readarray -C zapme -c 1 x <<< a",

@@ -18,14 +18,15 @@
 //! `timeout`, `time`, `stdbuf`, `xargs`, `setsid`, `ionice`, `taskset`, `busybox`, `sudo`,
 //! `doas`) are peeled one at a time, every layer kept as a spelling; a program named by a
 //! path is also spelled by its basename. The string given to `sh -c` (and `bash`, `dash`,
-//! `zsh`, `ksh` ... `-c`), to `eval`, and the commands after `find -exec` are split in turn.
+//! `zsh`, `ksh` ... `-c`), to `eval`, the value of `alias name=value`, and the commands
+//! after `find -exec` are split in turn.
 //! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank; a word
 //! whose quotes bash's brace expansion reads otherwise than its parser (a `"` inside
 //! backquotes inside double quotes) is expanded as written and each result read again.
 //!
 //! Limits: this is a filter for mistakes, not a sandbox. Anything decided at run time
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
-//! (`$(echo sudo)`), an alias, a function defined earlier, a script file, `source`, or a
+//! (`$(echo sudo)`), an alias defined outside the text, a function defined earlier, a script file, `source`, or a
 //! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
 //! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not read, and
 //! [`Split::refusal`] says so; the policy refuses such text. Once a refusal is set, the

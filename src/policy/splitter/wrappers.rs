@@ -682,7 +682,7 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
 }
 
 /// The strings of shell code a builtin keeps to run later (`trap 'X' EXIT`,
-/// `mapfile -C X`), and the strings it will expand again as words (a subscript in
+/// `mapfile -C X`, the value of `alias n=X`), and the strings it will expand again as words (a subscript in
 /// `printf -v 'a[$(X)]'`, `unset`, `test -v`, `[[ -v ]]`): `(run, expand)`.
 pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
     let mut run = Vec::new();
@@ -698,6 +698,12 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
                 run.push(operands[0].clone());
             }
         }
+        // The value of an alias is text the shell reads as commands where the alias
+        // stands (with `shopt -s expand_aliases`, or in an interactive shell).
+        "alias" => run.extend(
+            args.iter()
+                .filter_map(|arg| arg.split_once('=').map(|(_, value)| value.to_owned())),
+        ),
         "mapfile" | "readarray" => {
             for (index, arg) in args.iter().enumerate() {
                 if arg == "-C" {
