@@ -17,6 +17,7 @@ mod output;
 mod packaging;
 mod processes;
 mod reading;
+mod refusals;
 mod selftest;
 mod spool;
 mod supervision;

@@ -6,54 +6,15 @@ use super::names::{self, BadName, Dynamic};
 use super::state::{named, Body, Command, Draft, Entry, Refusal, Run, Stage, State};
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, MAX_COMMAND};
 use super::Tree;
-use crate::policy::{
-    parse_directives, runs_a_shell, Directives, Input, Verdict, NO_COMMAND_REASON,
-    SHELL_ON_TERMINAL_REASON,
-};
+use crate::policy::{plain_refusal, Directives, Input, Verdict, NO_COMMAND_REASON};
 use crate::supervisor::{SpawnRequest, Stdin};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-/// How much of a draft a check looks at.
-#[derive(Clone, Copy)]
-enum Check {
-    Write,
-    Close,
-}
-
 /// Writes check up to the last blank and, past this size, only every this much growth.
 const CHECK_STEP: usize = 64 * 1024;
-
-/// The leading lines of a command where `#terminalfs` lines may stand (comments and
-/// blank lines, up to the first other line) ended by a newline: the lines a write's
-/// directive check can judge now.
-fn directive_lines(text: &[u8]) -> &[u8] {
-    let mut end = 0;
-    for line in text.split_inclusive(|&byte| byte == b'\n') {
-        if !line.ends_with(b"\n") {
-            break;
-        }
-        let trimmed = line.trim_ascii();
-        if !(trimmed.is_empty() || trimmed.starts_with(b"#")) {
-            break;
-        }
-        end += line.len();
-    }
-    &text[..end]
-}
-
-/// A bad `#terminalfs` line refuses the write that completes it: a shell ignores
-/// errors of the close, so `echo '#terminalfs x=1' > ctl/a` must see it at the write.
-/// A close judges the whole text instead (`Tree::directives_of`). Cheap: only the
-/// leading comment lines are read.
-fn directive_refusal(text: &[u8]) -> Option<Refusal> {
-    let head = directive_lines(text);
-    parse_directives(&String::from_utf8_lossy(head))
-        .err()
-        .map(|reason| Refusal::plain(format!("refused: {reason}")))
-}
 
 /// A draft's attributes: writable and empty-looking while it can be written (so the
 /// kernel's append offset stays 0), read-only with its text once decided or refused.
@@ -66,26 +27,33 @@ pub(super) fn draft_attr(id: u64, draft: &Draft) -> Attr {
     Attr::new(names::entry_ino(id), Kind::File, size, perm, draft.modified)
 }
 
-/// A refusal that needs no rule. Nothing but blanks is not refused at a write (more
-/// may come) nor when empty (a shell's redirect closes a draft before it writes), but
-/// is at a close, as the decision refuses it. A NUL byte is always refused (a shell
-/// would drop it, letting a denied word through).
-fn quick_refusal(text: &[u8], check: Check) -> Result<(), Option<Refusal>> {
+/// What a write can decide at once, under the lock: nothing but blanks is not judged
+/// (more may come), a NUL byte is refused (see [`plain_refusal`]).
+fn quick_refusal(text: &[u8]) -> Result<(), Option<Refusal>> {
     if text.iter().all(u8::is_ascii_whitespace) {
-        let refused = matches!(check, Check::Close) && !text.is_empty();
-        return Err(refused.then(no_command));
+        return Err(None);
     }
-    if text.contains(&0) {
-        return Err(Some(Refusal::plain(
-            "refused: the command holds a NUL byte, which a shell would drop".to_string(),
-        )));
+    match plain_refusal(text) {
+        Some(reason) => Err(Some(Refusal::plain(reason.to_owned()))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The refusal of text that holds no command (nothing but blanks).
 fn no_command() -> Refusal {
-    Refusal::plain(format!("refused: {NO_COMMAND_REASON}"))
+    Refusal::plain(NO_COMMAND_REASON.to_owned())
+}
+
+/// What a whole command decides: how it starts (its `#terminalfs` lines, and whether a
+/// shell reads its input), or why it is refused.
+type Decision = Result<(Directives, bool), Refusal>;
+
+/// A verdict as a refusal, if it is one.
+fn refusal_of(verdict: Verdict) -> Option<Refusal> {
+    match verdict {
+        Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
+        Verdict::Allow => None,
+    }
 }
 
 /// How many refused names `ctl/index.md` lists.
@@ -282,7 +250,7 @@ impl Tree {
             }
             draft.text[start..end].copy_from_slice(data);
             draft.changed();
-            match quick_refusal(&draft.text, Check::Write) {
+            match quick_refusal(&draft.text) {
                 Err(None) => return Ok(written),
                 Err(Some(refusal)) => {
                     let error = Error::new(libc::EPERM, refusal.reason.clone());
@@ -290,11 +258,6 @@ impl Tree {
                     return Err(error);
                 }
                 Ok(()) => {}
-            }
-            if let Some(refusal) = directive_refusal(&draft.text) {
-                let error = Error::new(libc::EPERM, refusal.reason.clone());
-                refuse(draft, refusal);
-                return Err(error);
             }
             let len = draft.text.len();
             let Stage::Writing { checked_len, .. } = &mut draft.stage else {
@@ -307,7 +270,7 @@ impl Tree {
             (draft.version, draft.text.clone())
         };
         let (version, text) = due;
-        let Some(refusal) = self.verdict(&text, Check::Write) else {
+        let Some(refusal) = self.write_refusal(&text) else {
             return Ok(written);
         };
         let mut state = self.state.lock();
@@ -354,19 +317,18 @@ impl Tree {
             }
             (owner, draft.version, draft.text.clone())
         };
-        let refusal = self.verdict(&text, Check::Close);
-        let refused = refusal.is_some();
+        // An empty draft is not refused: a shell's redirect closes it before it writes.
+        let decision = (!text.is_empty()).then(|| self.decision(&text));
         let mut state = self.state.lock();
         if let Some(draft) = state.draft_mut(owner) {
             if draft.version == version {
-                let blank = draft.text.iter().all(u8::is_ascii_whitespace);
                 let empty = draft.text.is_empty();
                 if let Stage::Writing {
                     flushed, passed, ..
                 } = &mut draft.stage
                 {
-                    if !refused {
-                        *passed = (!blank).then_some(version);
+                    if let Some(Ok((directives, shell_input))) = decision {
+                        *passed = Some((version, directives, shell_input));
                     }
                     if !empty {
                         *flushed = true;
@@ -375,78 +337,30 @@ impl Tree {
                 }
             }
         }
-        match refusal {
-            Some(refusal) => Err(Error::new(libc::EPERM, refusal.reason)),
-            None => Ok(()),
+        match decision {
+            Some(Err(refusal)) => Err(Error::new(libc::EPERM, refusal.reason)),
+            _ => Ok(()),
         }
     }
 
-    /// The refusal a check of `text` gives, if any. Writes check up to the last blank
-    /// (a write may end inside a word: `su` of `sum`); a close checks everything.
-    fn verdict(&self, text: &[u8], check: Check) -> Option<Refusal> {
-        if let Err(refusal) = quick_refusal(text, check) {
+    /// The refusal a write's check of `text` gives, if any: of what no later write can
+    /// change (see [`crate::policy::Policy::check_partial`]).
+    fn write_refusal(&self, text: &[u8]) -> Option<Refusal> {
+        if let Err(refusal) = quick_refusal(text) {
             return refusal;
         }
-        let refusal = match check {
-            Check::Write => self.partial_directive_refusal(text),
-            Check::Close => self.directives_of(&String::from_utf8_lossy(text)).err(),
-        };
-        if refusal.is_some() {
-            return refusal;
-        }
-        let verdict = match check {
-            Check::Write => self.policy.check_partial(text),
-            Check::Close => self.policy.check(text),
-        };
-        match verdict {
-            Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
-            Verdict::Allow => None,
-        }
+        refusal_of(self.policy.check_partial(text))
     }
 
-    /// What a whole command's `#terminalfs` lines decide: its directives and whether a
-    /// shell reads its input, or the refusal. The close's check and the decision both
-    /// ask this, so a close fails for every refusal the decision makes.
-    fn directives_of(&self, text: &str) -> Result<(Directives, bool), Refusal> {
-        let directives = parse_directives(text)
-            .map_err(|reason| Refusal::plain(format!("refused: {reason}")))?;
-        let shell = self.shell_reads_input(&directives, text)?;
-        Ok((directives, shell))
-    }
-
-    /// Whether a shell reads the input of a command with `directives` and `text`, or
-    /// the refusal of a shell on a terminal while rules are in force. Only a command
-    /// that asked for input is split again here.
-    fn shell_reads_input(&self, directives: &Directives, text: &str) -> Result<bool, Refusal> {
-        let shell = directives.input != Input::Closed && runs_a_shell(text);
-        let terminal = matches!(directives.input, Input::Terminal(_));
-        if terminal && shell && self.policy.rule_count() > 0 {
-            return Err(Refusal::plain(SHELL_ON_TERMINAL_REASON.to_owned()));
+    /// The decision on a whole command, the one `terminalfs check` prints: the close's
+    /// check and the last close both ask this, so a close fails for every refusal the
+    /// decision makes.
+    fn decision(&self, text: &[u8]) -> Decision {
+        let explained = self.policy.explain(text);
+        match refusal_of(explained.verdict) {
+            Some(refusal) => Err(refusal),
+            None => Ok((explained.directives, explained.shell_input.is_some())),
         }
-        Ok(shell)
-    }
-
-    /// What a write can refuse by the `#terminalfs` lines: a bad line it completed, or
-    /// a shell on a terminal that no later text can take back, judged like the deny
-    /// list's check of a write (up to the last blank, and only if it also holds with
-    /// one more word after it: `bash -c` may still become `bash -c 'make'`). A shell
-    /// ignores the error of a redirect's close, so only the write can tell it.
-    fn partial_directive_refusal(&self, text: &[u8]) -> Option<Refusal> {
-        if let Some(refusal) = directive_refusal(text) {
-            return Some(refusal);
-        }
-        let head = directive_lines(text);
-        let end = text.iter().rposition(u8::is_ascii_whitespace)?;
-        if end <= head.len() {
-            return None;
-        }
-        let directives = parse_directives(&String::from_utf8_lossy(head)).ok()?;
-        let body = String::from_utf8_lossy(&text[..end]);
-        let refusal = self.shell_reads_input(&directives, &body).err()?;
-        let longer = format!("{body} terminalfs-next-word");
-        self.shell_reads_input(&directives, &longer)
-            .is_err()
-            .then_some(refusal)
     }
 
     /// The last close of a draft's writing handle. When it was the last writer and
@@ -465,9 +379,9 @@ impl Tree {
                     ..
                 } => {
                     *flushed = false;
-                    (writers, *passed == Some(version))
+                    (writers, passed.filter(|passed| passed.0 == version))
                 }
-                Stage::Refused { writers, .. } => (writers, false),
+                Stage::Refused { writers, .. } => (writers, None),
                 Stage::Deciding | Stage::Decided { .. } => return None,
             };
             *writers = writers.saturating_sub(1);
@@ -476,7 +390,7 @@ impl Tree {
             }
             if let Stage::Refused { refusal, .. } = &draft.stage {
                 let refusal = refusal.clone();
-                self.conclude(state, effects, owner, Some(refusal));
+                self.conclude(state, effects, owner, Err(refusal));
                 return None;
             }
             if draft.text.is_empty() {
@@ -484,8 +398,12 @@ impl Tree {
                 effects.push(Effect::StartWanted);
                 return None;
             }
-            if passed || draft.text.iter().all(u8::is_ascii_whitespace) {
-                self.conclude(state, effects, owner, None);
+            if let Some((_, directives, shell_input)) = passed {
+                self.conclude(state, effects, owner, Ok((directives, shell_input)));
+                return None;
+            }
+            if draft.text.iter().all(u8::is_ascii_whitespace) {
+                self.conclude(state, effects, owner, Err(no_command()));
                 return None;
             }
             draft.stage = Stage::Deciding;
@@ -494,35 +412,23 @@ impl Tree {
         let Some((version, text)) = due else {
             return;
         };
-        let refusal = self.verdict(&text, Check::Close);
+        let decision = self.decision(&text);
         self.locked(|state, effects| {
             if state
                 .draft_mut(owner)
                 .is_some_and(|draft| draft.version == version)
             {
-                self.conclude(state, effects, owner, refusal);
+                self.conclude(state, effects, owner, decision);
             }
             effects.push(Effect::Changed);
         });
     }
 
-    /// Decides a draft whose text has been checked (`refusal` is what the check
+    /// Decides a draft whose text has been checked (`decision` is what the check
     /// found): refused, it becomes a denied command now; accepted, it is scheduled.
-    fn conclude(
-        &self,
-        state: &mut State,
-        effects: &mut Effects,
-        id: u64,
-        refusal: Option<Refusal>,
-    ) {
+    fn conclude(&self, state: &mut State, effects: &mut Effects, id: u64, decision: Decision) {
         let Some(draft) = state.draft_mut(id) else {
             return;
-        };
-        let text = String::from_utf8_lossy(&draft.text).into_owned();
-        let decision = match refusal {
-            Some(refusal) => Err(refusal),
-            None if text.trim().is_empty() => Err(no_command()),
-            None => self.directives_of(&text),
         };
         match decision {
             Ok((directives, shell_input)) => {

@@ -39,8 +39,9 @@ pub(super) enum Stage {
         flushed: bool,
         /// Length of the text at the last check on a write.
         checked_len: usize,
-        /// The version of the text that passed the whole check at a close.
-        passed: Option<u64>,
+        /// The version of the text that passed the whole check at a close, with how
+        /// it starts (its `#terminalfs` lines, and whether a shell reads its input).
+        passed: Option<(u64, Directives, bool)>,
     },
     /// A write was refused; the last close turns it into a denied command.
     Refused {

@@ -34,7 +34,7 @@ pub use audit::default_audit_path;
 pub use directives::{parse_directives, Directives, Input};
 pub use rules::{Candidate, Rule};
 pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
-pub use shell_input::{check_shell_input, runs_a_shell, SHELL_ON_TERMINAL_REASON};
+pub use shell_input::{check_shell_input, shell_on_terminal_reason, shell_reading_input};
 pub use splitter::{SimpleCommand, Split};
 
 /// The answer to "may this text run?".
@@ -57,11 +57,18 @@ impl Verdict {
     }
 }
 
-/// A verdict and the simple commands it was reached on.
+/// The decision on a command's text, as a mount makes it: the verdict, the simple
+/// commands it was reached on, and what a command that may run needs to start.
 #[derive(Debug, Clone)]
 pub struct Explained {
     pub verdict: Verdict,
     pub commands: Vec<SimpleCommand>,
+    /// The `#terminalfs` lines (the defaults when they were not read).
+    pub directives: Directives,
+    /// Why what is written to the command's input is checked as a shell's script: the
+    /// program that may be a shell reading it. None when it takes no input, or no
+    /// program of it may read its input as commands.
+    pub shell_input: Option<String>,
 }
 
 impl Explained {
@@ -78,6 +85,11 @@ impl Explained {
                 }
                 out.push_str(&format!("reason: {reason}\n"));
             }
+        }
+        if let (Verdict::Allow, Some(why)) = (&self.verdict, &self.shell_input) {
+            out.push_str(&format!(
+                "input: checked against the rules as a shell's script, as {why}\n"
+            ));
         }
         out.push_str(&format!("simple commands: {}\n", self.commands.len()));
         for command in &self.commands {
@@ -97,7 +109,27 @@ impl Explained {
 const MAX_DEDUPLICATED: usize = 4096;
 
 /// The reason given for text that holds no command.
-pub const NO_COMMAND_REASON: &str = "no command: only whitespace was written";
+pub const NO_COMMAND_REASON: &str = "refused: no command: only whitespace was written";
+
+/// The reason given for text holding a NUL byte: a shell drops it, so the text it runs is
+/// not the text checked (`su\0do` runs `sudo`).
+pub const NUL_REASON: &str = "refused: the command holds a NUL byte, which a shell would drop";
+
+/// The refusal every text gets whatever the rules: nothing but blanks, or a NUL byte.
+pub fn plain_refusal(text: &[u8]) -> Option<&'static str> {
+    if text.iter().all(u8::is_ascii_whitespace) {
+        Some(NO_COMMAND_REASON)
+    } else if text.contains(&0) {
+        Some(NUL_REASON)
+    } else {
+        None
+    }
+}
+
+/// A refusal that names no rule.
+fn refusal(reason: String) -> Verdict {
+    Verdict::Deny { rule: None, reason }
+}
 
 /// The rules of one settings file, kept current while the driver runs.
 #[derive(Debug)]
@@ -209,30 +241,56 @@ impl Policy {
         rules.deny.len() + rules.ask.len() + if self.allowlist { rules.allow.len() } else { 0 }
     }
 
-    /// Decides whether command text may run. Bytes that are not UTF-8 are read lossily.
+    /// Decides whether shell text may run by the rules: a command's text without its
+    /// `#terminalfs` lines in mind, or a script given to a shell. Bytes that are not
+    /// UTF-8 are read lossily.
     pub fn check(&self, text: &[u8]) -> Verdict {
-        self.explain(text).verdict
+        if let Some(reason) = plain_refusal(text) {
+            return refusal(reason.to_owned());
+        }
+        let text = String::from_utf8_lossy(text);
+        self.decide(&text, &splitter::split(&text))
     }
 
-    /// [`Policy::check`], with every simple command the splitter found: what
-    /// `terminalfs check` prints.
+    /// The whole decision on a command's text, the one the mount makes at a close and
+    /// `terminalfs check` prints: nothing but blanks and NUL bytes are refused, then bad
+    /// `#terminalfs` lines, then a shell on a terminal while rules are in force, then
+    /// the rules ([`Policy::check`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
+        let refused = |reason: String| Explained {
+            verdict: refusal(reason),
+            commands: Vec::new(),
+            directives: Directives::default(),
+            shell_input: None,
+        };
+        if let Some(reason) = plain_refusal(text) {
+            return refused(reason.to_owned());
+        }
         let text = String::from_utf8_lossy(text);
+        let directives = match parse_directives(&text) {
+            Ok(directives) => directives,
+            Err(reason) => return refused(format!("refused: {reason}")),
+        };
         let split = splitter::split(&text);
-        let verdict = self.decide(&text, &split);
+        let shell_input = match directives.input {
+            Input::Closed => None,
+            Input::Pipe | Input::Terminal(_) => shell_reading_input(&split),
+        };
+        let verdict = match (&shell_input, directives.input) {
+            (Some(why), Input::Terminal(_)) if self.rule_count() > 0 => {
+                refusal(shell_on_terminal_reason(why))
+            }
+            _ => self.decide(&text, &split),
+        };
         Explained {
             verdict,
             commands: split.commands,
+            directives,
+            shell_input,
         }
     }
 
     fn decide(&self, text: &str, split: &Split) -> Verdict {
-        if text.trim().is_empty() {
-            return Verdict::Deny {
-                rule: None,
-                reason: NO_COMMAND_REASON.to_owned(),
-            };
-        }
         let rules = self.rules();
         let commands = &split.commands;
         let mut candidates = vec![Candidate::new(text)];
@@ -310,24 +368,31 @@ impl Policy {
         Verdict::Allow
     }
 
-    /// [`Policy::check`] for text still being written. Only what no later text can change
-    /// is refused: the text up to its last whitespace is checked (a write that ends inside
-    /// a word, `rm -rf /` of `rm -rf /tmp/x`, is not judged on half a word), and a refusal
-    /// stands only if it also holds with one more word after it, since the last command may
-    /// still grow (`bash` of `bash build.sh` is allowed until the text is complete). The
-    /// full check at the decision still runs.
+    /// [`Policy::explain`]'s verdict for a command's text still being written. Only what
+    /// no later text can change is refused. Text whose last line is complete (it ends
+    /// with a newline that no backslash joins to the next line) is judged whole: later
+    /// writes may add lines, not change this one (`echo hi | bash` then stays what it
+    /// is). Other text is judged up to its last whitespace: a write that ends inside a
+    /// word (`rm -rf /` of `rm -rf /tmp/x`) is not judged on half a word. Either way a
+    /// refusal stands only if it also holds with one more word after it, on the line that
+    /// may go on or on a line of its own, since the last command may still grow (`bash`
+    /// of `bash build.sh`), a quote or here-document left open may take the next line,
+    /// and a rule may name the whole text. Text that is blank so far is not refused:
+    /// more may come. The full check at the close still runs.
     pub(crate) fn check_partial(&self, text: &[u8]) -> Verdict {
-        let end = match text.iter().rposition(u8::is_ascii_whitespace) {
-            Some(end) if text[..end].iter().any(|b| !b.is_ascii_whitespace()) => end,
-            _ => return Verdict::Allow,
+        let (judged, next): (&[u8], &[u8]) = if ends_a_line(text) {
+            (text, b"terminalfs-next-word")
+        } else {
+            match text.iter().rposition(u8::is_ascii_whitespace) {
+                Some(end) => (&text[..end], b" terminalfs-next-word"),
+                None => return Verdict::Allow,
+            }
         };
-        let verdict = self.check(&text[..end]);
-        if verdict.is_allowed() {
-            return verdict;
+        if judged.iter().all(u8::is_ascii_whitespace) {
+            return Verdict::Allow;
         }
-        let mut longer = text[..end].to_vec();
-        longer.extend_from_slice(b" terminalfs-next-word");
-        if self.check(&longer).is_allowed() {
+        let verdict = self.explain(judged).verdict;
+        if verdict.is_allowed() || self.explain(&[judged, next].concat()).verdict.is_allowed() {
             Verdict::Allow
         } else {
             verdict
@@ -423,6 +488,16 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<RuleSet, String> {
     let text = std::str::from_utf8(bytes)
         .map_err(|err| format!("settings file {} is not UTF-8: {err}", path.display()))?;
     RuleSet::parse(text).map_err(|err| format!("settings file {}: {err}", path.display()))
+}
+
+/// Whether `text` ends with a newline that ends its last line: not one a backslash
+/// escapes, which joins the next line to it.
+fn ends_a_line(text: &[u8]) -> bool {
+    let Some(body) = text.strip_suffix(b"\n") else {
+        return false;
+    };
+    let backslashes = body.iter().rev().take_while(|&&b| b == b'\\').count();
+    backslashes % 2 == 0
 }
 
 /// The first rule, in file order, that matches any of the candidates.

@@ -5,24 +5,94 @@
 //! and the driver checks it like a command before each write is delivered. Which program
 //! reads stdin is decided at run time, so this errs towards "a shell": any simple command
 //! of the text whose program (wrappers such as `env`, `exec`, `busybox` peeled) is a shell
-//! and is not just handed a `-c` string counts, wherever it stands in a pipeline.
+//! and is not just handed a `-c` string counts, wherever it stands in a pipeline; so do
+//! `source` and `.` of the input (`/dev/stdin`, `/dev/fd/0`, a process substitution), and
+//! a program that is only known when it runs: a name held in a variable or built by a
+//! substitution (`$SHELL`, `$(which bash)`), a pattern that could name a shell, or the
+//! running shell itself (`/proc/self/exe`).
 
-use crate::policy::splitter::{split, SHELLS};
+use crate::policy::splitter::{Split, SHELLS};
 use crate::policy::{Policy, Verdict};
 
-/// Whether `text` runs a shell that could read commands from its standard input.
-pub fn runs_a_shell(text: &str) -> bool {
-    let split = split(text);
+/// Why `split` may run a shell that reads commands from its standard input, or None.
+/// The sentence names the command.
+pub fn shell_reading_input(split: &Split) -> Option<String> {
     // Text the splitter could not read in full may hold a shell past where it stopped.
-    split.refusal.is_some()
-        || split.commands.iter().any(|command| {
-            !command.transparent
-                && command.innermost.iter().any(|spelling| {
-                    let program = spelling.split(' ').next().unwrap_or("");
-                    let program = program.rsplit('/').next().unwrap_or(program);
-                    SHELLS.contains(&program)
-                })
+    if let Some(construct) = &split.refusal {
+        return Some(format!("the text cannot be read in full ({construct})"));
+    }
+    split
+        .commands
+        .iter()
+        .filter(|command| !command.transparent)
+        .find_map(|command| {
+            let spelling = command.innermost.first().map_or("", String::as_str);
+            let mut words = spelling.split(' ');
+            let program = words.next().unwrap_or("");
+            let base = program.rsplit('/').next().unwrap_or(program);
+            if SHELLS.contains(&base) {
+                return Some(format!("'{program}' is a shell"));
+            }
+            if command.dynamic_name {
+                return Some(format!(
+                    "the program '{program}' is known only when it runs (a variable or a \
+                     substitution names it), so it may be a shell"
+                ));
+            }
+            if let Some(glob) = command.name_globs.iter().find(|glob| names_a_shell(glob)) {
+                return Some(format!(
+                    "the program name '{glob}' is a pattern that may name a shell"
+                ));
+            }
+            if is_running_program(program) {
+                return Some(format!("'{program}' runs the shell that runs the command"));
+            }
+            if matches!(base, "source" | ".") {
+                if let Some(file) = words.find(|word| may_be_input(word)) {
+                    return Some(format!(
+                        "'{base} {file}' may run what the command reads as shell text"
+                    ));
+                }
+            }
+            None
         })
+}
+
+/// Whether a program name that is a pattern (`/bin/ba?h`) could name a shell.
+fn names_a_shell(glob: &str) -> bool {
+    let base = glob.rsplit('/').next().unwrap_or(glob);
+    globset::GlobBuilder::new(base)
+        .literal_separator(true)
+        .build()
+        .map_or(true, |glob| {
+            let matcher = glob.compile_matcher();
+            SHELLS.iter().any(|shell| matcher.is_match(shell))
+        })
+}
+
+/// Whether `path` is a process's own program (`/proc/self/exe`, `/proc/$$/exe`) or an
+/// open file run as one (`/dev/fd/3`): for a command, that is whatever the shell running it
+/// opened or is.
+fn is_running_program(path: &str) -> bool {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    matches!(parts.as_slice(), ["proc", _, "exe"])
+        || matches!(parts.as_slice(), ["proc", _, "fd", _] | ["dev", "fd", _])
+}
+
+/// Whether a file given to `source` may be the command's input: a device or an open
+/// file (`/dev/stdin`, `/dev/fd/0`, `/proc/self/fd/0`, `/dev/tty`), a process
+/// substitution, or a name known only when it runs.
+fn may_be_input(word: &str) -> bool {
+    let parts: Vec<&str> = word
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    word.contains(['$', '`', '<', '>', '*', '?', '['])
+        || matches!(parts.first(), Some(&"dev"))
+        || matches!(parts.as_slice(), ["proc", _, "fd", ..])
 }
 
 /// Decides whether a shell may be given `script`: everything written to it so far plus
@@ -34,15 +104,24 @@ pub fn check_shell_input(policy: &Policy, script: &[u8]) -> Verdict {
     policy.check(script)
 }
 
-/// Why a shell on a terminal is refused while rules are in force.
-pub const SHELL_ON_TERMINAL_REASON: &str =
-    "refused: a shell on a terminal cannot be checked against the deny list (line editing, \
-     history and completion change what runs); run it with '#terminalfs stdin' instead, \
-     where everything written to it is checked";
+/// Why a command on a terminal is refused while rules are in force; `why` says which of
+/// its programs may be a shell (see [`shell_reading_input`]).
+pub fn shell_on_terminal_reason(why: &str) -> String {
+    format!(
+        "refused: {why}, and a shell on a terminal cannot be checked against the deny list \
+         (line editing, history and completion change what runs); run it with \
+         '#terminalfs stdin' instead, where everything written to it is checked"
+    )
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::splitter::split;
+
+    fn runs_a_shell(text: &str) -> bool {
+        shell_reading_input(&split(text)).is_some()
+    }
 
     #[test]
     fn shells_are_found() {
@@ -59,8 +138,44 @@ mod tests {
             "cat | bash",
             "sh -c 'bash -i'",
             "bash script.sh",
+            "bash /dev/stdin",
+            "$0",
+            "f() { bash; }",
         ] {
             assert!(runs_a_shell(text), "{text}");
+        }
+    }
+
+    /// Shells that read their input without being named: `source` of the input, a
+    /// program only known when it runs, the running shell itself. Each is named in the
+    /// sentence that says why.
+    #[test]
+    fn unnamed_shells_are_found_and_named() {
+        for (text, named) in [
+            ("source /dev/stdin", "source /dev/stdin"),
+            (". /dev/stdin", ". /dev/stdin"),
+            ("source /dev/fd/0", "source /dev/fd/0"),
+            ("source /proc/self/fd/0", "source /proc/self/fd/0"),
+            ("builtin source //dev/./stdin", "source //dev/./stdin"),
+            ("source /dev/tty", "source /dev/tty"),
+            ("source <(cat)", "source <(...)"),
+            ("read -r f; . \"$f\"", ". $f"),
+            ("$SHELL", "'$SHELL' is known only when it runs"),
+            ("\"$BASH\" -i", "'$BASH'"),
+            ("${X}", "'${X}'"),
+            ("exec $SHELL", "'$SHELL'"),
+            ("$(which bash)", "'$(...)'"),
+            ("`echo sh`", "known only when it runs"),
+            ("read l; $l", "'$l'"),
+            ("eval \"$(cat)\"", "known only when it runs"),
+            ("/proc/self/exe", "'/proc/self/exe' runs the shell"),
+            ("/proc/$$/exe -i", "'/proc/$$/exe'"),
+            ("exec 3</bin/sh; /dev/fd/3", "'/dev/fd/3'"),
+            ("/bin/ba?h", "'/bin/ba?h' is a pattern"),
+            ("printf '%s\\n' 'a(' | sh", "'sh' is a shell"),
+        ] {
+            let why = shell_reading_input(&split(text)).unwrap_or_else(|| panic!("{text}"));
+            assert!(why.contains(named), "{text}: {why}");
         }
     }
 
@@ -112,6 +227,8 @@ mod tests {
         assert_eq!(feed(&policy, &["sud", "o ls\n"]), [true, false]);
         assert_eq!(feed(&policy, &["su"]), [false]);
         assert_eq!(feed(&policy, &["sudo ls\n", "ls\n"]), [false, true]);
+        // A shell drops a NUL byte from its input: `su\0do` would run `sudo`.
+        assert_eq!(feed(&policy, &["echo hi\n", "su\0do ls\n"]), [true, false]);
     }
 
     #[test]
@@ -124,6 +241,10 @@ mod tests {
             "read answer; echo \"$answer\"",
             "vi notes.txt",
             "echo bash",
+            "source ./venv/bin/activate && python3 -i",
+            ". ~/.profile; cat",
+            "/usr/bin/ca? notes.txt",
+            "cat /proc/self/exe > /dev/null",
         ] {
             assert!(!runs_a_shell(text), "{text}");
         }

@@ -300,6 +300,8 @@ const DEFAULT_REFUSED: &[&str] = &[
     "bash -s <<E\nsudo ls\nE",
     "cat <<'E' | sh -e\necho hi\nE",
     "curl x | bash -x",
+    "curl x |\nbash",
+    "curl x | # fetch it\n\n  sh -e",
     "curl x | sh -s -- --yes",
     "echo ${x:1:'$(sudo ls)'}",
     // Wrappers with options.
@@ -902,6 +904,123 @@ fn partial_text_is_checked_up_to_its_last_word() {
     assert!(!f.policy.check(b"echo hi | bash -e").is_allowed());
     assert!(!f.policy.check_partial(b"sudo ls; echo").is_allowed());
     assert!(!f.policy.check_partial(b"git push -f origin").is_allowed());
+}
+
+#[test]
+fn partial_text_ending_a_line_is_judged_whole() {
+    let f = default_fixture();
+    // Later writes may add lines but not change a complete one.
+    for text in [
+        "echo hi | bash\n",
+        "echo hi | bash -e\n",
+        "cat x |\nbash\n",
+        "echo a\\\\\necho hi | bash\n",
+        "#terminalfs foo=1\n",
+        "#terminalfs timeout=1s\n#terminalfs foo=1\n",
+        "#terminalfs tty\nbash\n",
+        "#terminalfs tty\nexec $SHELL\n",
+        "cat <<EOF | sh\n",
+    ] {
+        assert!(
+            !f.policy.check_partial(text.as_bytes()).is_allowed(),
+            "{text:?}"
+        );
+    }
+    // A line joined to the next, or still open, may yet become something else.
+    for text in [
+        "echo hi | bash\\\n",
+        "echo hi | bash",
+        "echo hi | bash ",
+        "echo 'a\nb' | bash '\n",
+        "#terminalfs foo=1",
+        "#terminalfs tty\nbash",
+        "#terminalfs tty\n",
+        "bash <<EOF\n",
+        "\n\n",
+        "  ",
+    ] {
+        assert!(
+            f.policy.check_partial(text.as_bytes()).is_allowed(),
+            "{text:?}"
+        );
+    }
+    // A rule that names the whole text is not taken as final while lines may follow.
+    let exact = fixture(
+        r#"{"permissions":{"deny":["Bash(echo 1; echo 2)"]}}"#,
+        false,
+    );
+    assert!(exact.policy.check_partial(b"echo 1; echo 2\n").is_allowed());
+    assert!(!exact.policy.check(b"echo 1; echo 2\n").is_allowed());
+    assert!(exact.policy.check(b"echo 1; echo 2\necho 3\n").is_allowed());
+}
+
+/// `explain` is the decision a mount makes at a close: `terminalfs check` prints it.
+#[test]
+fn explain_decides_like_the_mount() {
+    let f = fixture(r#"{"permissions":{"deny":["Bash(touch:*)"]}}"#, false);
+    let reason = |text: &[u8]| match f.policy.explain(text).verdict {
+        Verdict::Deny { rule: None, reason } => reason,
+        other => panic!("{:?}: {other:?}", String::from_utf8_lossy(text)),
+    };
+    assert_eq!(reason(b"echo a\0sudo b"), NUL_REASON);
+    assert!(f.policy.explain(b"echo a\0sudo b").commands.is_empty());
+    assert_eq!(reason(b" \n"), NO_COMMAND_REASON);
+    assert!(reason(b"#terminalfs foo=1\necho x").contains("unknown key 'foo'"));
+    for (text, named) in [
+        ("#terminalfs tty\nbash", "'bash' is a shell"),
+        (
+            "#terminalfs tty\n$SHELL",
+            "'$SHELL' is known only when it runs",
+        ),
+        ("#terminalfs tty\n$BASH", "'$BASH'"),
+        ("#terminalfs tty\n/proc/self/exe", "'/proc/self/exe'"),
+        ("#terminalfs tty\nsource /dev/stdin", "source /dev/stdin"),
+    ] {
+        let reason = reason(text.as_bytes());
+        assert!(reason.contains(named), "{text:?}: {reason}");
+        assert!(reason.contains("cannot be checked"), "{text:?}: {reason}");
+    }
+    // On a pipe a shell runs, its input checked; the directives come with the verdict.
+    let piped = f
+        .policy
+        .explain(b"#terminalfs stdin timeout=5s\nsource /dev/stdin");
+    assert!(piped.verdict.is_allowed());
+    assert_eq!(piped.directives.input, Input::Pipe);
+    assert_eq!(piped.directives.timeout, Some(Duration::from_secs(5)));
+    assert!(piped
+        .shell_input
+        .is_some_and(|why| why.contains("source /dev/stdin")));
+    assert!(piped_report_says_input_is_checked(&f.policy));
+    // No input, no shell reading it; a terminal for another program is fine.
+    assert!(f.policy.explain(b"$SHELL -c 'echo'").shell_input.is_none());
+    assert!(f
+        .policy
+        .explain(b"#terminalfs tty\nvi notes")
+        .verdict
+        .is_allowed());
+    // `check` sees only the rules: a script given to a shell holds no directives.
+    assert!(f.policy.check(b"#terminalfs foo=1\necho x").is_allowed());
+    assert_eq!(
+        f.policy.check(b"su\0do ls"),
+        Verdict::Deny {
+            rule: None,
+            reason: NUL_REASON.to_owned()
+        }
+    );
+    // Without rules, a shell on a terminal runs.
+    let free = fixture("{}", false);
+    assert!(free
+        .policy
+        .explain(b"#terminalfs tty\n$SHELL")
+        .verdict
+        .is_allowed());
+}
+
+fn piped_report_says_input_is_checked(policy: &Policy) -> bool {
+    policy
+        .explain(b"#terminalfs stdin\n$SHELL")
+        .report()
+        .contains("input: checked against the rules as a shell's script, as the program '$SHELL'")
 }
 
 /// Ordinary commands an agent writes: builds, tests, git, package managers, heredoc

@@ -133,8 +133,12 @@ impl<'s> Parser<'s> {
                         Mode::Conditional | Mode::CaseSubject | Mode::CasePattern => {}
                         Mode::ForHeader | Mode::FunctionName => st.mode = Mode::Command,
                         Mode::Command | Mode::Time | Mode::Coproc => {
+                            // A newline right after `|` goes on with the pipeline: the
+                            // command on the next line reads the pipe.
+                            let piped = st.piped && st.words.is_empty();
                             self.finish(cx, &mut st);
                             st.mode = Mode::Command;
+                            st.piped |= piped;
                         }
                     }
                     self.read_heredocs(cx);
