@@ -1,5 +1,5 @@
-//! Wiring and lifetime: loads the settings, prepares the mount point (cleaning a stale
-//! mount), starts the supervisor, the tree and the FUSE session, reports readiness,
+//! Wiring and lifetime: loads the settings, locks the state directory, prepares the
+//! mount point (cleaning a stale mount), starts the supervisor, the tree and the FUSE session, reports readiness,
 //! waits for SIGINT/SIGTERM, then shuts down in order: stop every command, answer every
 //! parked read, unmount.
 
@@ -128,20 +128,23 @@ fn detach(path: &Path) -> Result<(), String> {
     Err(format!("cannot unmount {}: {last}", path.display()))
 }
 
+/// Refuses a mount point another driver serves, changing nothing anywhere.
+fn refuse_live_mount(path: &Path) -> Result<(), String> {
+    if mount_state(path) == MountState::Live {
+        return Err(format!(
+            "{} is already mounted; stop that driver or run `terminalfs --unmount --path {}`",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
 fn prepare_mount_point(path: &Path) -> Result<(), String> {
-    match mount_state(path) {
-        MountState::Stale => {
-            detach(path)?;
-            log(&format!("cleaned up a stale mount at {}", path.display()));
-        }
-        MountState::Live => {
-            return Err(format!(
-                "{} is already mounted; stop that driver or run `terminalfs --unmount --path {}`",
-                path.display(),
-                path.display()
-            ))
-        }
-        MountState::NotMounted => {}
+    refuse_live_mount(path)?;
+    if mount_state(path) == MountState::Stale {
+        detach(path)?;
+        log(&format!("cleaned up a stale mount at {}", path.display()));
     }
     match std::fs::read_dir(path) {
         Ok(mut entries) => {
@@ -362,7 +365,11 @@ fn serve(
     ready_pipe: &mut Option<std::fs::File>,
 ) -> Result<(), String> {
     let signals = block_signals();
-    crate::spool::prepare_dir(&config.state_dir)?;
+    // In this order: a second driver on a live mount or on a state directory in use
+    // is refused before it writes anything, and nothing of the state directory is
+    // read or written before its lock is held (until this function returns).
+    refuse_live_mount(&config.path)?;
+    let _state_lock = crate::spool::prepare_dir(&config.state_dir)?;
     prepare_mount_point(&config.path)?;
     let audit = Audit::open(&config.audit_log)?;
     let spool = Spool::open(

@@ -4,7 +4,7 @@ use crate::common::{
     group_members, is_mounted, process_alive, run_binary, succeeded, wait_until, Mount, Options,
     Reaper, BIN,
 };
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -194,9 +194,23 @@ fn unmount_stops_a_live_driver() {
 #[test]
 fn a_second_driver_on_a_live_mount_is_refused() {
     let mount = Mount::start();
-    let out = run_binary(&[&"--path", &mount.path, &"--settings", &mount.settings]);
+    // Its default state directory would be under this one.
+    let state_home = mount.dir.path().join("second");
+    let out = Command::new(BIN)
+        .arg("--path")
+        .arg(&mount.path)
+        .arg("--settings")
+        .arg(&mount.settings)
+        .env("XDG_STATE_HOME", &state_home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already mounted"));
+    assert!(
+        !state_home.exists(),
+        "a refused driver makes no state directory"
+    );
     assert!(mount.read("index.md").contains("terminalfs"));
 }
 

@@ -885,3 +885,109 @@ fn a_pinned_command_stays_pinned_and_its_removed_files_stay_removed_after_a_rest
     assert!(!mount.p("cmd/done").exists());
     assert!(mount.p("cmd/live/status").exists());
 }
+
+/// The names and sizes of the files in `dir`, recursively (times change as its driver
+/// rewrites a record).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        found.push((entry.path(), if meta.is_dir() { 0 } else { meta.len() }));
+        if meta.is_dir() {
+            found.extend(snapshot(&entry.path()));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_state_directory_serves_one_driver_at_a_time() {
+    let mut first = Mount::start();
+    assert_eq!(first.run("one", "echo from the first"), "completed\n");
+    // Its record in its final form: nothing of the first driver changes the state now.
+    let dirs = first.spool_dirs("one");
+    assert_eq!(dirs.len(), 1);
+    assert!(wait_until(Duration::from_secs(20), || {
+        std::fs::read(dirs[0].join("meta.json"))
+            .ok()
+            .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+            .is_some_and(|record| record["exit"]["code"] == 0)
+    }));
+    let before = snapshot(&first.spool);
+
+    // A second driver on another path with the same state directory.
+    let other = tempfile::tempdir().unwrap();
+    let second_path = other.path().join("mnt");
+    let mut second = Command::new(crate::common::BIN)
+        .arg("--path")
+        .arg(&second_path)
+        .arg("--settings")
+        .arg(&first.settings)
+        .arg("--state-dir")
+        .arg(&first.spool)
+        .arg("--cwd")
+        .arg(other.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let exited = wait_until(Duration::from_secs(20), || {
+        status = second.try_wait().unwrap();
+        status.is_some()
+    });
+    if !exited {
+        let _ = second.kill();
+        let _ = second.wait();
+        let _ = Command::new("umount").arg("-l").arg(&second_path).status();
+        panic!("a second driver on the same state directory kept running");
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.unwrap().code(), Some(1), "{stderr}");
+    let said = format!(
+        "the state directory {} is in use by another terminalfs driver (pid {})",
+        first.spool.display(),
+        first.pid()
+    );
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(
+        !second_path.exists(),
+        "nothing is made for a refused driver"
+    );
+    assert_eq!(
+        snapshot(&first.spool),
+        before,
+        "the state is left as it was"
+    );
+    let lock = std::fs::read_to_string(first.spool.join("lock")).unwrap();
+    assert_eq!(lock, format!("{}\n", first.pid()));
+
+    // The first driver goes on, its command's files intact.
+    assert_eq!(first.read("cmd/one/output"), "from the first\n");
+    assert_eq!(first.run("two", "echo still here"), "completed\n");
+    assert_eq!(first.read("cmd/two/output"), "still here\n");
+    // --unmount does not need the lock.
+    let out = run_binary(&[&"--unmount", &"--path", &first.path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(first.wait_exit(Duration::from_secs(30)).is_some());
+
+    // Once it has stopped a driver starts on that state directory, and again after
+    // that one is killed outright: the kernel let go of the lock.
+    first.spawn(&[]);
+    assert_eq!(first.read("cmd/one/output"), "from the first\n");
+    let mut child = first.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    first.spawn(&[]);
+    assert_eq!(first.read("cmd/one/output"), "from the first\n");
+    assert_eq!(first.read("cmd/two/output"), "still here\n");
+    let lock = std::fs::read_to_string(first.spool.join("lock")).unwrap();
+    assert_eq!(lock.trim(), first.pid().to_string());
+}

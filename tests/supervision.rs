@@ -1281,8 +1281,21 @@ fn a_driver_still_stopping_leaves_the_next_one_on_its_path_alone() {
     let out = run_binary(&[&"--unmount", &"--path", &mount.path]);
     succeeded(&out);
     mount.wait_for_log("stopping (");
-
-    mount.spawn(&[]);
+    // The first driver keeps its state directory until it has stopped: the next one
+    // on its path is refused there, and starts with a state directory of its own.
+    let refused = run_binary(&[
+        &"--path",
+        &mount.path,
+        &"--settings",
+        &mount.settings,
+        &"--state-dir",
+        &mount.spool,
+    ]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains(&format!("(pid {})", first.pid())), "{said}");
+    let own = mount.dir.path().join("spool-2");
+    mount.spawn(&["--state-dir", own.to_str().unwrap()]);
     let go = mount.dir.path().join("go");
     std::fs::write(
         mount.p("ctl/long"),

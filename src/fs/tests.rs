@@ -33,7 +33,7 @@ pub(super) struct Fake {
 impl Fake {
     fn new(dir: &Path) -> Fake {
         let spool_dir = dir.join("spool");
-        prepare_dir(&spool_dir).expect("a fresh state directory");
+        let _unlocked = prepare_dir(&spool_dir).expect("a fresh state directory");
         let spool = Spool::open(
             SpoolConfig {
                 dir: spool_dir,

@@ -10,6 +10,7 @@
 //!     stdout, stderr            bounded output (see `layout`)
 //!     output.idx                counts, then the index of the interleaving (see `capture`)
 //!   evicted                     how many finished commands were evicted, in decimal
+//!   lock                        flock'd by the driver using the directory; its pid
 //!   alive                       its modification time: the last moment a driver was seen
 //!                               alive while commands ran (touched every checkpoint)
 //! ```
@@ -25,8 +26,10 @@
 
 mod capture;
 pub mod layout;
+mod lock;
 
 pub use capture::{Capture, Extent, Stream};
+pub use lock::StateLock;
 
 use capture::Header;
 use parking_lot::Mutex;
@@ -68,9 +71,11 @@ pub fn default_dir(mount: &Path) -> PathBuf {
         .join(crate::supervisor::cgroup::tag_for(mount))
 }
 
-/// Creates `dir` (0700) if missing and refuses one that another user owns, that others
-/// may read or enter, or that cannot be written. The error is a sentence naming it.
-pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+/// Creates `dir` (0700) if missing, refuses one that another user owns, that others
+/// may read or enter, that cannot be written or that another driver uses, and takes
+/// its lock (see [`lock`]) before anything in it is read or written. The error is a
+/// sentence naming it.
+pub fn prepare_dir(dir: &Path) -> Result<StateLock, String> {
     let shown = dir.display();
     if let Some(parent) = dir.parent() {
         if !parent.exists() {
@@ -107,6 +112,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
              run `chmod 700 {shown}` or choose another --state-dir"
         ));
     }
+    let lock = lock::lock(dir)?;
     let probe = dir.join(format!(".probe-{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)
@@ -116,7 +122,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
         .open(&probe)
         .map_err(|e| format!("cannot write in the state directory {shown}: {e}"))?;
     let _ = std::fs::remove_file(&probe);
-    Ok(())
+    Ok(lock)
 }
 
 /// One command's directory and what the spool tracks of it.

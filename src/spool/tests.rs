@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 fn quiet(_: &str) {}
 
 fn spool_in(dir: &Path, max_output: u64, max_spool: u64) -> Arc<Spool> {
-    prepare_dir(dir).expect("a fresh temporary state directory is accepted");
+    let _unlocked = prepare_dir(dir).expect("a fresh temporary state directory is accepted");
     Spool::open(
         SpoolConfig {
             dir: dir.to_path_buf(),
@@ -324,9 +324,32 @@ fn bad_state_directories_are_refused_with_their_name() {
     assert!(why.contains(&inside.display().to_string()), "{why}");
 
     let fresh = dir.path().join("a/b/state");
-    prepare_dir(&fresh).unwrap();
+    let _lock = prepare_dir(&fresh).unwrap();
     let mode = std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700);
+}
+
+#[test]
+fn a_state_directory_is_locked_while_its_lock_is_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let lock = prepare_dir(&state).unwrap();
+    let why = prepare_dir(&state).unwrap_err();
+    assert!(
+        why.contains(&format!(
+            "the state directory {} is in use by another terminalfs driver (pid {})",
+            state.display(),
+            std::process::id()
+        )),
+        "{why}"
+    );
+    drop(lock);
+    let again = prepare_dir(&state).expect("free again once let go");
+    assert_eq!(
+        std::fs::read_to_string(state.join("lock")).unwrap(),
+        format!("{}\n", std::process::id())
+    );
+    drop(again);
 }
 
 #[test]
@@ -423,7 +446,7 @@ fn logged(line: &str) {
 
 /// A spool whose new stores' first files wait `delay`, logging into [`LOGGED`].
 fn deferring_spool_in(dir: &Path, delay: Duration) -> Arc<Spool> {
-    prepare_dir(dir).expect("a fresh temporary state directory is accepted");
+    let _unlocked = prepare_dir(dir).expect("a fresh temporary state directory is accepted");
     let config = SpoolConfig {
         dir: dir.to_path_buf(),
         max_output: 1 << 20,
@@ -665,7 +688,7 @@ fn a_record_without_marks_comes_back_with_none_and_bad_marks_are_skipped() {
     // As a driver that kept no marks wrote them.
     let old = state.join("old.1");
     let bad = state.join("bad.2");
-    prepare_dir(&state).unwrap();
+    drop(prepare_dir(&state).unwrap());
     for (dir, record) in [
         (&old, r#"{"version": 1, "name": "old", "denied": "no"}"#),
         (

@@ -970,7 +970,7 @@ mod tests {
     use std::process::{Command, Stdio};
 
     fn spool_in(dir: &std::path::Path) -> Arc<Spool> {
-        prepare_dir(dir).expect("a fresh state directory");
+        let _unlocked = prepare_dir(dir).expect("a fresh state directory");
         Spool::open(
             SpoolConfig {
                 dir: dir.to_path_buf(),
