@@ -115,6 +115,11 @@ fn a_program_that_may_be_a_shell_on_a_terminal_is_refused_at_the_write() {
         ("subst", "$(echo sh)", "'$(...)'"),
         ("exe", "/proc/self/exe", "'/proc/self/exe' runs the shell"),
         ("src", "source /dev/stdin", "'source /dev/stdin'"),
+        (
+            "script",
+            "script -q /dev/null",
+            "'script -q /dev/null' starts a shell",
+        ),
     ] {
         let (status, printed) = sh(
             &mount,

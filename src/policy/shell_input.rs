@@ -7,6 +7,7 @@
 //! of the text whose program (wrappers such as `env`, `exec`, `busybox` peeled) is a shell
 //! and is not just handed a `-c` string counts, wherever it stands in a pipeline; so do
 //! `source` and `.` of the input (`/dev/stdin`, `/dev/fd/0`, a process substitution), and
+//! a program that starts a shell when given no command (`su`, `unshare -r`, `script`), and
 //! a program that is only known when it runs: a name held in a variable or built by a
 //! substitution (`$SHELL`, `$(which bash)`), a pattern that could name a shell, or the
 //! running shell itself (`/proc/self/exe`).
@@ -33,6 +34,11 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
             if SHELLS.contains(&base) {
                 return Some(format!("'{program}' is a shell"));
             }
+            if starts_a_shell(base, spelling) {
+                return Some(format!(
+                    "'{spelling}' starts a shell, as it is given no command"
+                ));
+            }
             if command.dynamic_name {
                 return Some(format!(
                     "the program '{program}' is known only when it runs (a variable or a \
@@ -56,6 +62,30 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
             }
             None
         })
+}
+
+/// Programs that start a shell when given no command to run (`su`, `unshare -r`,
+/// `chroot /`, `script`): a wrapper left with nothing to run is its own innermost layer.
+const SHELL_STARTERS: &[&str] = &[
+    "su", "runuser", "sudo", "doas", "run0", "pkexec", "unshare", "chroot", "nsenter", "sg",
+    "newgrp", "login", "script", "firejail",
+];
+
+/// Whether the innermost layer `spelling` of a command, whose program's basename is
+/// `base`, starts a shell: a program of [`SHELL_STARTERS`] without the `-c` of those that
+/// take their command so, or `machinectl shell`.
+fn starts_a_shell(base: &str, spelling: &str) -> bool {
+    let mut words = spelling.split(' ').skip(1);
+    if base == "machinectl" {
+        return words.any(|word| word == "shell");
+    }
+    let takes_c = matches!(base, "su" | "runuser" | "sg" | "script");
+    SHELL_STARTERS.contains(&base)
+        && !(takes_c
+            && words.any(|word| {
+                word.starts_with("--command")
+                    || (word.starts_with('-') && !word.starts_with("--") && word.contains('c'))
+            }))
 }
 
 /// Whether a program name that is a pattern (`/bin/ba?h`) could name a shell.
@@ -173,6 +203,15 @@ mod tests {
             ("exec 3</bin/sh; /dev/fd/3", "'/dev/fd/3'"),
             ("/bin/ba?h", "'/bin/ba?h' is a pattern"),
             ("printf '%s\\n' 'a(' | sh", "'sh' is a shell"),
+            ("su", "'su' starts a shell"),
+            ("su - bob", "'su - bob' starts a shell"),
+            ("sudo -s", "'sudo -s'"),
+            ("unshare -r", "'unshare -r'"),
+            ("chroot /", "'chroot /'"),
+            ("nsenter -t 1 -m", "'nsenter -t 1 -m'"),
+            ("script -q /dev/null", "'script -q /dev/null'"),
+            ("newgrp users", "'newgrp users'"),
+            ("machinectl shell", "'machinectl shell'"),
         ] {
             let why = shell_reading_input(&split(text)).unwrap_or_else(|| panic!("{text}"));
             assert!(why.contains(named), "{text}: {why}");
@@ -245,6 +284,12 @@ mod tests {
             ". ~/.profile; cat",
             "/usr/bin/ca? notes.txt",
             "cat /proc/self/exe > /dev/null",
+            "su -c 'cat' bob",
+            "runuser -u bob -- cat",
+            "script -qc cat /dev/null",
+            "unshare -r cat",
+            "chroot / cat",
+            "machinectl list",
         ] {
             assert!(!runs_a_shell(text), "{text}");
         }
