@@ -304,3 +304,200 @@ fn carriage_returns_nul_and_invalid_utf8_are_served_byte_exact() {
     let result = json(&mount, "cmd/bytes/result.json");
     assert_eq!(result["stderr"]["bytes"], 4);
 }
+
+/// `first`, then (once `go` exists) 1.9 MB of numbered lines, then `last`: with
+/// `--max-output 1m`, a reader held still while the lines come finds most of them
+/// dropped. Returns the command text and the stream it prints.
+fn flood_after(go: &std::path::Path) -> (String, Vec<u8>) {
+    let command = format!(
+        "echo first; while [ ! -e '{}' ]; do sleep 0.02; done; seq 1 300000; echo last",
+        go.display()
+    );
+    let mut stream = b"first\n".to_vec();
+    for i in 1..=300000 {
+        stream.extend_from_slice(format!("{i}\n").as_bytes());
+    }
+    stream.extend_from_slice(b"last\n");
+    (command, stream)
+}
+
+/// Checks that `shown` is `stream` with holes where bytes were dropped, each one
+/// announced by a notice line naming how many bytes it stands for: in place (then
+/// newlines to the hole's full length, so offsets stay true) or, with `squeeze`,
+/// instead of the hole. A notice begins on a line of its own, after a newline added
+/// when the bytes before it did not end one. Returns how many holes there were.
+fn assert_holes(shown: &[u8], stream: &[u8], squeeze: bool) -> usize {
+    let mark = b"[terminalfs: ";
+    let notice_at = |from: usize| {
+        shown[from..]
+            .windows(mark.len())
+            .position(|w| w == mark)
+            .map(|p| p + from)
+    };
+    assert!(!shown.contains(&0), "a NUL byte was read");
+    let (mut at, mut from, mut holes) = (0usize, 0usize, 0);
+    while let Some(notice) = notice_at(at) {
+        let line_end = notice + shown[notice..].iter().position(|b| *b == b'\n').unwrap() + 1;
+        let line = std::str::from_utf8(&shown[notice..line_end]).unwrap();
+        let count: usize = line[mark.len()..]
+            .split(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count in {line:?}"));
+        assert!(
+            line.contains("bytes were dropped here after this file was opened"),
+            "{line:?}"
+        );
+        // The hole begins at the notice, or at the newline put before it.
+        let next = notice_at(line_end).unwrap_or(shown.len());
+        let fits = |start: usize| {
+            let kept = start - at;
+            if shown[at..start] != stream[from..from + kept] {
+                return None;
+            }
+            let (resume, after) = if squeeze {
+                (line_end, from + kept + count)
+            } else {
+                (start + count, start + count)
+            };
+            let filler = &shown[line_end.min(resume)..resume];
+            let tail = next.min(shown.len()) - resume.min(next);
+            (resume <= next
+                && filler.iter().all(|b| *b == b'\n')
+                && shown[resume..resume + tail] == stream[after..after + tail])
+                .then_some((resume, after))
+        };
+        let lead = (shown[notice - 1] == b'\n').then(|| notice - 1);
+        let (resume, after) = fits(notice)
+            .or_else(|| lead.and_then(fits))
+            .unwrap_or_else(|| panic!("the bytes around {line:?} are not the stream's"));
+        holes += 1;
+        at = resume;
+        from = after;
+    }
+    assert_eq!(&shown[at..], &stream[from..], "the newest bytes, exact");
+    holes
+}
+
+#[test]
+fn tail_f_held_still_past_an_overflow_reads_a_notice_where_bytes_were_dropped() {
+    let mount = Mount::with_args(&["--max-output", "1m"]);
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let (command, stream) = flood_after(&go);
+    std::fs::write(mount.p("ctl/gap"), command).unwrap();
+    let tail = Tail::follow(&mount.p("cmd/gap/output"));
+    let mut held = std::fs::File::open(mount.p("cmd/gap/output")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    assert_eq!(tail.next_line(deadline).as_deref(), Some("first"));
+    let size_before = held.metadata().unwrap().len();
+    tail.signal(libc::SIGSTOP);
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(mount.wait("gap"), "completed\n");
+    tail.signal(libc::SIGCONT);
+    let mut lines = vec!["first".to_string()];
+    while lines.last().map(String::as_str) != Some("last") {
+        let line = tail.next_line(deadline);
+        lines.push(line.unwrap_or_else(|| panic!("tail stopped after {} lines", lines.len())));
+    }
+    let shown = (lines.join("\n") + "\n").into_bytes();
+    // Offsets stay true: the hole keeps its length, as the handle's size says.
+    assert_eq!(shown.len(), stream.len());
+    assert_eq!(assert_holes(&shown, &stream, false), 1);
+    // Another handle held open since before the overflow reads the same, and its
+    // size only grew.
+    let size_after = held.metadata().unwrap().len();
+    assert!(size_before <= 6 && size_after == stream.len() as u64);
+    let mut read = Vec::new();
+    held.read_to_end(&mut read).unwrap();
+    assert_eq!(read, shown);
+    // A fresh read is the head, one notice and the newest bytes; wc agrees with stat.
+    let fresh = std::fs::read(mount.p("cmd/gap/output")).unwrap();
+    assert!(!fresh.contains(&0));
+    let out = mount.ok("f=\"$M/cmd/gap/output\"; wc -c < \"$f\"; stat -c %s \"$f\"");
+    assert_eq!(out, format!("{0}\n{0}\n", fresh.len()));
+}
+
+/// Reads a child's stdout on a thread, so every wait has a deadline; the child is
+/// killed and reaped when dropped.
+struct Piped {
+    child: std::process::Child,
+    bytes: std::sync::mpsc::Receiver<Vec<u8>>,
+    got: Vec<u8>,
+}
+
+impl Piped {
+    fn spawn(command: &mut std::process::Command) -> Piped {
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (sender, bytes) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 1 << 16];
+            while let Ok(n @ 1..) = stdout.read(&mut buffer) {
+                if sender.send(buffer[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Piped {
+            child,
+            bytes,
+            got: Vec::new(),
+        }
+    }
+
+    /// Reads until `done` holds of what came, or its stdout ends; false at the deadline.
+    fn until(&mut self, deadline: Instant, done: impl Fn(&[u8]) -> bool) -> bool {
+        while !done(&self.got) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.bytes.recv_timeout(left) {
+                Ok(chunk) => self.got.extend_from_slice(&chunk),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return true,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: a signal to our own child, which is not reaped before it is dropped.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+}
+
+impl Drop for Piped {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_slow_follow_reader_reads_a_notice_then_the_newest_bytes() {
+    let mount = Mount::with_args(&["--max-output", "1m"]);
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let (command, stream) = flood_after(&go);
+    std::fs::write(mount.p("ctl/slow"), command).unwrap();
+    let mut cat = Piped::spawn(std::process::Command::new("cat").arg(mount.p("cmd/slow/follow")));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    assert!(
+        cat.until(deadline, |got| got == b"first\n"),
+        "{:?}",
+        cat.got
+    );
+    cat.signal(libc::SIGSTOP);
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(mount.wait("slow"), "completed\n");
+    cat.signal(libc::SIGCONT);
+    // follow ends by itself once the command has stopped and it is drained.
+    assert!(cat.until(deadline, |_| false), "follow did not end");
+    let shown = std::mem::take(&mut cat.got);
+    assert_eq!(assert_holes(&shown, &stream, true), 1);
+    // Nothing stands in for the dropped bytes but the notice: the 1 MiB kept, and it.
+    let kept = 1_048_576..1_048_576 + 200;
+    assert!(kept.contains(&shown.len()), "{} bytes", shown.len());
+}

@@ -991,3 +991,50 @@ fn a_state_directory_serves_one_driver_at_a_time() {
     let lock = std::fs::read_to_string(first.spool.join("lock")).unwrap();
     assert_eq!(lock.trim(), first.pid().to_string());
 }
+
+#[test]
+fn a_command_with_a_file_open_is_evicted_last_and_its_reader_keeps_its_bytes() {
+    let expected: String = (1..=150000).map(|i| format!("{i}\n")).collect();
+    let mount = Mount::with_args(&["--max-spool", "3m", "--max-output", "1m"]);
+    mount.run("open", "seq 1 150000");
+    let mut held = std::fs::File::open(mount.p("cmd/open/output")).unwrap();
+    // Four commands of a full 1 MiB each pass the bound with two at most besides it:
+    // the others go, though `open` is the one read longest ago.
+    for i in 0..4 {
+        mount.run(
+            &format!("big{i}"),
+            "head -c 900000 /dev/urandom | base64 -w 100",
+        );
+    }
+    let index = mount.read("cmd/index.md");
+    assert!(index.contains("evicted: 2"), "{index}");
+    assert!(mount.p("cmd/open").exists(), "{}", mount.log());
+    let mut read = String::new();
+    std::io::Read::read_to_string(&mut held, &mut read).unwrap();
+    assert_eq!(read, expected);
+    drop(held);
+
+    // When nothing else is left to evict, it goes, but a reader with its file open
+    // still reads every byte; its files go when that reader closes.
+    let mount = Mount::with_args(&["--max-spool", "1500k", "--max-output", "1m"]);
+    mount.run("open", "seq 1 150000");
+    let mut held = std::fs::File::open(mount.p("cmd/open/output")).unwrap();
+    mount.run("big", "head -c 900000 /dev/urandom | base64 -w 100");
+    mount.wait_for_log("its files go when the last one open is closed");
+    assert_eq!(mount.spool_dirs("open").len(), 1, "kept while open");
+    let mut read = String::new();
+    std::io::Read::read_to_string(&mut held, &mut read).unwrap();
+    assert_eq!(read, expected);
+    drop(held);
+    assert!(
+        wait_until(Duration::from_secs(10), || mount
+            .spool_dirs("open")
+            .is_empty()
+            && !mount.p("cmd/open").exists()),
+        "the files and the command go after the last close"
+    );
+    assert_eq!(
+        json(&mount, "cmd/big/result.json")["stdout"]["dropped"],
+        1_212_000 - 1_048_576
+    );
+}

@@ -9,9 +9,10 @@ use super::pages;
 use super::slots::{self, How};
 use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write, ANY_JOB};
-use super::view::View;
+use super::view::{Gaps, View};
 use super::Tree;
 use crate::supervisor::{InputError, News, Stream, KEYS_NEED_A_TERMINAL};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -316,6 +317,7 @@ impl Tree {
                     job: view.job.upgrade().ok_or_else(missing)?,
                     stream: view.stream,
                     view: view.view.clone(),
+                    gaps: Arc::new(Mutex::new(Gaps::new(false))),
                 };
                 (view.command, body, true)
             }
@@ -335,11 +337,15 @@ impl Tree {
                         job: job.clone(),
                         stream,
                         view: View::whole(),
+                        gaps: Arc::new(Mutex::new(Gaps::new(false))),
                     },
+                    // `follow` is read from its start to its end, at offsets of its
+                    // own: a hole is its notice alone.
                     (Run::Job(job), How::Follow) => Body::Follow {
                         job: job.clone(),
                         stream: Stream::Output,
                         view: View::fresh(job, Stream::Output),
+                        gaps: Arc::new(Mutex::new(Gaps::new(true))),
                     },
                     (Run::Job(job), How::Wait) => Body::Wait {
                         job: job.clone(),
@@ -460,17 +466,28 @@ impl Tree {
             .ok_or(Error::new(libc::EBADF, "no such open file"))?;
         let size = size as usize;
         // Output is copied without the tree lock, so a large read holds up nobody.
-        if let Body::Growing { job, stream, view } | Body::Follow { job, view, stream } =
-            &handle.body
+        if let Body::Growing {
+            job,
+            stream,
+            view,
+            gaps,
+        }
+        | Body::Follow {
+            job,
+            view,
+            stream,
+            gaps,
+        } = &handle.body
         {
-            let (job, stream, view, follow) = (
+            let (job, stream, view, gaps, follow) = (
                 job.clone(),
                 *stream,
                 view.clone(),
+                gaps.clone(),
                 matches!(handle.body, Body::Follow { .. }),
             );
             drop(state);
-            let (bytes, running) = view.read(&job, stream, offset, size);
+            let (bytes, running) = view.read(&job, stream, &mut gaps.lock(), offset, size);
             if follow && bytes.is_empty() && running {
                 return Ok(Read::Pending {
                     job: job.id(),
@@ -590,6 +607,9 @@ impl Tree {
                 Some(Entry::Draft(_)) => return writer.then_some(owner),
                 Some(Entry::Command(command)) => {
                     command.open = command.open.saturating_sub(1);
+                    if let Run::Job(job) = &command.run {
+                        job.store().closed();
+                    }
                     if command.open == 0 {
                         command.idle_since = SystemTime::now();
                         if !command.listed {

@@ -128,7 +128,9 @@ impl Tree {
         match fh.and_then(|fh| state.handles.get(&fh)).map(|h| &h.body) {
             Some(state::Body::Fixed(bytes)) => attr.size = bytes.len() as u64,
             Some(state::Body::Settling(_)) => attr.size = 0,
-            Some(state::Body::Growing { job, stream, view }) => attr.size = view.size(job, *stream),
+            Some(state::Body::Growing {
+                job, stream, view, ..
+            }) => attr.size = view.size(job, *stream),
             _ => {}
         }
         Ok(attr)

@@ -468,8 +468,10 @@ pub fn skill(site: &Site) -> String {
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
          for each run.\n\
          - Prefer `cat cmd/<name>/wait` over sleeping and polling.\n\
-         - Read output with `tail -n` or `grep`; a large output may start with a line saying \
-         how many early bytes were dropped.\n",
+         - Read output with `tail -n` or `grep`; a large output keeps its first part, then a \
+         line saying how many bytes were dropped, then the newest bytes. A file held open \
+         while bytes it had not read yet were dropped (`tail -f`, `follow`) shows such a \
+         line where they were.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
         settle = format_duration(site.settle),

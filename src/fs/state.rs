@@ -4,7 +4,7 @@
 use super::fixed;
 use super::names::{self, Dynamic, Slot};
 use super::types::{Error, FsResult, Kind, Later};
-use super::view::View;
+use super::view::{Gaps, View};
 use crate::policy::Directives;
 use crate::spool::Store;
 use crate::supervisor::{Job, SpawnRequest, Stream};
@@ -208,16 +208,19 @@ pub(super) enum Body {
         append: bool,
     },
     /// `stdout`, `stderr` or `output`.
+    /// `gaps`: what this handle showed where bytes were dropped after its view was made.
     Growing {
         job: Arc<Job>,
         stream: Stream,
         view: View,
+        gaps: Arc<Mutex<Gaps>>,
     },
-    /// Always the `output` stream; the field keeps the shape of `Growing`.
+    /// Always the `output` stream; the fields keep the shape of `Growing`.
     Follow {
         job: Arc<Job>,
         stream: Stream,
         view: View,
+        gaps: Arc<Mutex<Gaps>>,
     },
     /// `answer` is what this handle said, once it said something, so a reader that
     /// reads again (at the end, or in small pieces) gets the rest of the same word.
@@ -397,6 +400,9 @@ impl State {
         self.next_fh += 1;
         if let Some(command) = owner.and_then(|id| self.command_mut(id)) {
             command.open += 1;
+            if let Run::Job(job) = &command.run {
+                job.store().opened();
+            }
         }
         self.handles.insert(fh, Handle { owner, body });
         fh

@@ -1143,3 +1143,86 @@ fn a_draft_that_ends_without_a_start_has_the_ticker_let_go_of_what_it_readied() 
         "after an empty close"
     );
 }
+
+/// What an open handle reads from `offset` to the end, now.
+fn read_to_end(rig: &Rig, fh: u64, offset: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        match rig.tree.read(fh, offset + out.len() as u64, 1 << 20) {
+            Ok(Read::Data(bytes)) if bytes.is_empty() => return out,
+            Ok(Read::Data(bytes)) => out.extend_from_slice(&bytes),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn bytes_dropped_under_an_open_handle_read_as_a_notice_never_as_nul() {
+    let rig = Rig::new();
+    let dir = rig.run("loud", "loud");
+    let ino = rig.found(dir, "stdout").expect("stdout").ino;
+    let fh = rig.tree.open(ino, OpenMode::default()).expect("open").fh;
+    // 64 KiB per stream: a head of 16 KiB and a ring of 48 KiB. 60 bytes past the head
+    // are dropped before the handle reads them: too few for the whole notice line, which
+    // takes exactly 100.
+    rig.fake.print("loud", &[b'a'; 16384 + 60]);
+    rig.fake.print("loud", &[b'b'; 49152]);
+    let read = read_to_end(&rig, fh, 0);
+    let notice = b"\n[terminalfs: 60 bytes dropped]\n";
+    let mut expected = vec![b'a'; 16384];
+    expected.extend_from_slice(notice);
+    expected.resize(16444, b'\n');
+    expected.extend_from_slice(&[b'b'; 49152]);
+    let at = read.iter().zip(&expected).position(|(a, b)| a != b);
+    assert_eq!(
+        (read.len(), at),
+        (expected.len(), None),
+        "offsets stay true; the notice stands first: {:?}",
+        at.map(|at| String::from_utf8_lossy(
+            &read[at.saturating_sub(40)..(at + 80).min(read.len())]
+        ))
+    );
+    // The handle shows the same bytes when it reads them again.
+    assert_eq!(read_to_end(&rig, fh, 16000), &expected[16000..]);
+    // Bytes it had read go too: read again, five of them are a notice cut to fit.
+    rig.fake.print("loud", b"ccccc");
+    let again = read_to_end(&rig, fh, 16444);
+    assert_eq!(&again[..5], b"\n[te\n");
+    assert_eq!(&again[5..], &[&[b'b'; 49147][..], b"ccccc"].concat()[..]);
+    // A hole long enough gets the whole line, then newlines to its end.
+    rig.fake.print("loud", &[b'd'; 40000]);
+    let far = read_to_end(&rig, fh, 20000);
+    let line = b"\n[terminalfs: 36449 bytes were dropped here after this file was opened; \
+                 blank lines hold their place]\n";
+    assert_eq!(&far[..line.len()], line);
+    assert!(far[line.len()..36449].iter().all(|b| *b == b'\n'));
+    assert_eq!(far.len(), 16384 + 60 + 49152 + 5 + 40000 - 20000);
+    assert_eq!(
+        &far[36449..],
+        &[&[b'b'; 9147][..], b"ccccc", &[b'd'; 40000]].concat()[..]
+    );
+    assert!(!far.contains(&0));
+    rig.tree.release(fh);
+
+    // Files gone (an evicted command read in the moment before the tree removes it):
+    // every byte a handle cannot read is a hole with its notice, none of it NUL.
+    rig.fake.finish("loud", 0);
+    std::fs::remove_dir_all(rig.fake.job("loud").store().dir()).expect("the files go");
+    let ino = rig.found(dir, "stdout").expect("stdout").ino;
+    let fh = rig.tree.open(ino, OpenMode::default()).expect("open").fh;
+    let read = read_to_end(&rig, fh, 0);
+    let size = rig.tree.getattr(ino, Some(fh)).expect("attr").size;
+    assert_eq!(read.len() as u64, size);
+    assert!(!read.contains(&0));
+    let text = String::from_utf8_lossy(&read);
+    assert!(
+        text.starts_with("[terminalfs: 16384 bytes were dropped here"),
+        "{text:.200}"
+    );
+    assert_eq!(
+        text.matches("bytes were dropped here after this file was opened")
+            .count(),
+        2
+    );
+    rig.tree.release(fh);
+}

@@ -73,6 +73,26 @@ pub struct Extent {
     pub stop_notice: Option<Arc<[u8]>>,
 }
 
+/// What a read found: the held ranges as they were then, and whether the files were
+/// there at all (an evicted command's go once nothing has them open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub kept: Kept,
+    pub files: bool,
+}
+
+impl Held {
+    /// The stream offsets that read as NUL: those dropped between the head and the
+    /// tail, or every one once the files are gone.
+    pub fn missing(&self) -> std::ops::Range<u64> {
+        if self.files {
+            self.kept.head_end..self.kept.tail_start
+        } else {
+            0..self.kept.end
+        }
+    }
+}
+
 impl Extent {
     /// Bytes not kept: dropped between head and tail, plus those never stored.
     pub fn dropped(&self) -> u64 {
@@ -459,18 +479,23 @@ impl Capture {
     }
 
     /// Appends the stored bytes of `stream` in `[from, from + max)` to `out`; bytes not
-    /// held read as NUL, so offsets stay true. Stops at the stored end.
-    pub fn read(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) {
+    /// held read as NUL, so offsets stay true. Stops at the stored end. Returns what
+    /// was held when the bytes were read.
+    pub fn read(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) -> Held {
         self.store.touch();
-        self.copy(stream, from, max, out);
+        self.copy(stream, from, max, out)
     }
 
     /// [`Capture::read`] without counting as a read (for eviction and expiry).
-    pub fn copy(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) {
+    pub fn copy(&self, stream: Stream, from: u64, max: usize, out: &mut Vec<u8>) -> Held {
         let extent = self.extent(stream);
         let to = from.saturating_add(max as u64).min(extent.kept.end);
+        let mut held = Held {
+            kept: extent.kept,
+            files: true,
+        };
         if from >= to {
-            return;
+            return held;
         }
         let opened;
         let files = match &self.files {
@@ -483,13 +508,16 @@ impl Capture {
         let start = out.len();
         let want = (to - from) as usize;
         out.resize(start + want, 0);
-        if let Some(files) = files {
-            let buffer = &mut out[start..];
-            let _ = match stream {
-                Stream::Output => self.read_output(files, &extent.kept, from, buffer),
-                stream => read_held(files.data(stream), &self.data, &extent.kept, from, buffer),
-            };
-        }
+        let Some(files) = files else {
+            held.files = false;
+            return held;
+        };
+        let buffer = &mut out[start..];
+        let _ = match stream {
+            Stream::Output => self.read_output(files, &extent.kept, from, buffer),
+            stream => read_held(files.data(stream), &self.data, &extent.kept, from, buffer),
+        };
+        held
     }
 
     /// Fills `buffer` with `output` from offset `from`, run by run.

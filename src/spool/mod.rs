@@ -17,7 +17,9 @@
 //!
 //! A [`Store`] is one command's directory; a [`Capture`] writes and reads its output.
 //! The spool keeps the total under `--max-spool`: when a byte would pass it, finished
-//! commands least recently read are evicted first; running ones never are. Small writes
+//! commands least recently read are evicted first (one with a file open counts as read
+//! now, so it goes last); running ones never are. An evicted command's files go at once,
+//! or, while a file of it is open, when the last one closes. Small writes
 //! (records) and every removal are done by one worker thread, so nobody waits for them
 //! while holding a lock. A new command's first files (`command` and its record) wait
 //! until it is [`FIRST_WRITE_DELAY`] old or its output begins, so a short command writes
@@ -28,7 +30,7 @@ mod capture;
 pub mod layout;
 mod lock;
 
-pub use capture::{Capture, Extent, Stream};
+pub use capture::{Capture, Extent, Held, Stream};
 pub use lock::StateLock;
 
 use capture::Header;
@@ -140,6 +142,8 @@ pub struct Store {
     evicted: AtomicBool,
     /// Its command was removed: the files go when the last user lets go.
     removed: AtomicBool,
+    /// Files of its command open now (see [`Store::opened`]).
+    readers: AtomicU64,
     /// A header newer than the one on disk, for the worker to write within a
     /// checkpoint interval when no more output comes to write it. Whoever writes a
     /// header holds this lock, so an older one never lands after a newer one.
@@ -174,7 +178,26 @@ impl Store {
         UNIX_EPOCH + Duration::from_millis(self.last_read.load(Ordering::Relaxed))
     }
 
-    /// Its files were deleted to keep the spool under its bound.
+    /// A file of its command was opened: until [`Store::closed`], it counts as being
+    /// read now (it is evicted last), and if it is evicted all the same its files stay
+    /// until then, so the reader keeps reading its bytes.
+    pub fn opened(&self) {
+        self.readers.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A file opened with [`Store::opened`] was closed; the last close of an evicted
+    /// command deletes its files.
+    pub fn closed(&self) {
+        // Eviction sets `evicted` before it looks at `readers`, and this the other way
+        // round, so one of the two sees the other and deletes (perhaps both: a second
+        // delete finds nothing).
+        if self.readers.fetch_sub(1, Ordering::SeqCst) == 1 && self.evicted() {
+            self.shared.send(Task::Delete(self.dir.clone()));
+        }
+    }
+
+    /// Its files were deleted to keep the spool under its bound (or will be, when the
+    /// last of its files open closes).
     pub fn evicted(&self) -> bool {
         self.evicted.load(Ordering::SeqCst)
     }
@@ -239,7 +262,9 @@ impl Drop for Store {
                 }
             }
             None => {
-                if self.removed.load(Ordering::SeqCst) && !self.evicted() {
+                // An evicted store whose reader never said it closed goes now too.
+                let evicted_and_read = self.evicted() && *self.readers.get_mut() > 0;
+                if (self.removed.load(Ordering::SeqCst) && !self.evicted()) || evicted_and_read {
                     self.shared.send(Task::Delete(self.dir.clone()));
                 }
             }
@@ -451,6 +476,7 @@ impl Spool {
             finished: AtomicBool::new(finished),
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
+            readers: AtomicU64::new(0),
             pending: Mutex::new(None),
             record: Mutex::new(Record::default()),
             unwritten: Mutex::new(None),
@@ -575,7 +601,10 @@ impl Spool {
                         s.id != store.id && s.finished.load(Ordering::SeqCst) && !s.is_gone()
                     })
                     .filter(|s| s.bytes.load(Ordering::SeqCst) > 0)
-                    .min_by_key(|s| s.last_read.load(Ordering::Relaxed))
+                    .min_by_key(|s| {
+                        let open = s.readers.load(Ordering::SeqCst) > 0;
+                        (open, s.last_read.load(Ordering::Relaxed))
+                    })
                     .cloned();
                 let Some(victim) = victim else {
                     break Err(format!(
@@ -601,13 +630,22 @@ impl Spool {
             result
         };
         for victim in victims {
+            // A reader with a file open keeps its bytes: its last close deletes them.
+            let read = victim.readers.load(Ordering::SeqCst) > 0;
             (self.shared.log)(&format!(
-                "evicted {} ({}) to stay under --max-spool {}",
+                "evicted {} ({}) to stay under --max-spool {}{}",
                 victim.dir.display(),
                 crate::units::format_size(victim.bytes.load(Ordering::SeqCst)),
-                crate::units::format_size(self.config.max_spool)
+                crate::units::format_size(self.config.max_spool),
+                if read {
+                    "; its files go when the last one open is closed"
+                } else {
+                    ""
+                }
             ));
-            self.shared.send(Task::Delete(victim.dir.clone()));
+            if !read {
+                self.shared.send(Task::Delete(victim.dir.clone()));
+            }
         }
         result
     }

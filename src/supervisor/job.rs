@@ -8,7 +8,7 @@
 //! starts, when its shell stops and when its output ends, so a restarted driver can
 //! bring it back with [`Job::restore`].
 
-use crate::spool::{Capture, Extent, Store};
+use crate::spool::{Capture, Extent, Held, Store};
 use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::input::Input;
 use crate::supervisor::terminal::{Screen, TerminalSize};
@@ -947,10 +947,16 @@ impl Job {
     /// Stored bytes of `stream` from absolute offset `from` (at most `max`; bytes no
     /// longer held read as NUL), plus whether the shell still runs.
     pub fn read(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool) {
+        let (bytes, running, _) = self.read_held(stream, from, max);
+        (bytes, running)
+    }
+
+    /// [`Job::read`], with what was held when the bytes were read.
+    pub fn read_held(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool, Held) {
         let state = self.state.lock();
         let mut out = Vec::new();
-        state.capture.read(stream, from, max, &mut out);
-        (out, state.life.is_running())
+        let held = state.capture.read(stream, from, max, &mut out);
+        (out, state.life.is_running(), held)
     }
 }
 

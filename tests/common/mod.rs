@@ -509,6 +509,12 @@ impl Tail {
         Tail { child, lines }
     }
 
+    /// Sends `signal` to tail (SIGSTOP holds a reader still while output comes).
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: a signal to our own child, which is not reaped before it is dropped.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
     /// The next line tail prints, or None when none comes before `deadline`.
     pub fn next_line(&self, deadline: Instant) -> Option<String> {
         let left = deadline.saturating_duration_since(Instant::now());
