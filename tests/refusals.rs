@@ -71,6 +71,7 @@ fn a_shell_reading_its_input_unnamed_has_every_write_checked() {
         ("fd0", "source /dev/fd/0"),
         ("proc", ". /proc/self/fd/0"),
         ("var", "$SHELL"),
+        ("xargs", "xargs -I{} sh -c {}"),
     ] {
         let (status, printed) = sh(
             &mount,

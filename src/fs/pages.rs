@@ -452,7 +452,8 @@ pub fn skill(site: &Site) -> String {
          write fails with \"Operation not permitted\" and is not delivered, and so does \
          every later write through the same open file. A program only known when it runs \
          (`$SHELL`, `$(which bash)`, `/proc/self/exe`), one that starts a shell when given \
-         no command (`su`, `script`) and `source /dev/stdin` count as a shell. A shell on a terminal is refused while any rule is in force.\n\
+         no command (`su`, `script`), `xargs sh -c`, `parallel` and `source /dev/stdin` count \
+         as a shell. A shell on a terminal is refused while any rule is in force.\n\
          - A write delivers what fits and returns that count (a short write: `cat`, `dd` and \
          shells write the rest). A write that finds the input full waits up to {wait} \
          seconds, then fails with \"Resource temporarily unavailable\", having delivered \

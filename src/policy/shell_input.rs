@@ -7,7 +7,8 @@
 //! of the text whose program (wrappers such as `env`, `exec`, `busybox` peeled) is a shell
 //! and is not just handed a `-c` string counts, wherever it stands in a pipeline; so do
 //! `source` and `.` of the input (`/dev/stdin`, `/dev/fd/0`, a process substitution), and
-//! a program that starts a shell when given no command (`su`, `unshare -r`, `script`), and
+//! a program that starts a shell when given no command (`su`, `unshare -r`, `script`), a
+//! shell run by `xargs` or `parallel` on what they read (`xargs -I{} sh -c {}`), and
 //! a program that is only known when it runs: a name held in a variable or built by a
 //! substitution (`$SHELL`, `$(which bash)`), a pattern that could name a shell, or the
 //! running shell itself (`/proc/self/exe`).
@@ -22,46 +23,56 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
     if let Some(construct) = &split.refusal {
         return Some(format!("the text cannot be read in full ({construct})"));
     }
-    split
-        .commands
-        .iter()
-        .filter(|command| !command.transparent)
-        .find_map(|command| {
-            let spelling = command.innermost.first().map_or("", String::as_str);
-            let mut words = spelling.split(' ');
-            let program = words.next().unwrap_or("");
-            let base = program.rsplit('/').next().unwrap_or(program);
-            if SHELLS.contains(&base) {
-                return Some(format!("'{program}' is a shell"));
-            }
-            if starts_a_shell(base, spelling) {
-                return Some(format!(
-                    "'{spelling}' starts a shell, as it is given no command"
-                ));
-            }
-            if command.dynamic_name {
-                return Some(format!(
-                    "the program '{program}' is known only when it runs (a variable or a \
+    split.commands.iter().find_map(|command| {
+        let spelling = command.innermost.first().map_or("", String::as_str);
+        let mut words = spelling.split(' ');
+        let program = words.next().unwrap_or("");
+        let base = program.rsplit('/').next().unwrap_or(program);
+        // `xargs` and `parallel` build commands from what they read: a shell they run,
+        // even with `-c`, runs that text (`xargs -I{} sh -c {}`).
+        let builder = command.forms.iter().find(|form| {
+            let first = form.split(' ').next().unwrap_or("");
+            matches!(first.rsplit('/').next(), Some("xargs" | "parallel"))
+        });
+        if let Some(form) = builder.filter(|_| SHELLS.contains(&base) || base == "parallel") {
+            return Some(format!(
+                "'{form}' runs what it reads from its input with a shell"
+            ));
+        }
+        if command.transparent {
+            return None;
+        }
+        if SHELLS.contains(&base) {
+            return Some(format!("'{program}' is a shell"));
+        }
+        if starts_a_shell(base, spelling) {
+            return Some(format!(
+                "'{spelling}' starts a shell, as it is given no command"
+            ));
+        }
+        if command.dynamic_name {
+            return Some(format!(
+                "the program '{program}' is known only when it runs (a variable or a \
                      substitution names it), so it may be a shell"
-                ));
-            }
-            if let Some(glob) = command.name_globs.iter().find(|glob| names_a_shell(glob)) {
+            ));
+        }
+        if let Some(glob) = command.name_globs.iter().find(|glob| names_a_shell(glob)) {
+            return Some(format!(
+                "the program name '{glob}' is a pattern that may name a shell"
+            ));
+        }
+        if is_running_program(program) {
+            return Some(format!("'{program}' runs the shell that runs the command"));
+        }
+        if matches!(base, "source" | ".") {
+            if let Some(file) = words.find(|word| may_be_input(word)) {
                 return Some(format!(
-                    "the program name '{glob}' is a pattern that may name a shell"
+                    "'{base} {file}' may run what the command reads as shell text"
                 ));
             }
-            if is_running_program(program) {
-                return Some(format!("'{program}' runs the shell that runs the command"));
-            }
-            if matches!(base, "source" | ".") {
-                if let Some(file) = words.find(|word| may_be_input(word)) {
-                    return Some(format!(
-                        "'{base} {file}' may run what the command reads as shell text"
-                    ));
-                }
-            }
-            None
-        })
+        }
+        None
+    })
 }
 
 /// Programs that start a shell when given no command to run (`su`, `unshare -r`,
@@ -212,6 +223,12 @@ mod tests {
             ("script -q /dev/null", "'script -q /dev/null'"),
             ("newgrp users", "'newgrp users'"),
             ("machinectl shell", "'machinectl shell'"),
+            (
+                "xargs -I{} sh -c {}",
+                "'xargs -I{} sh -c {}' runs what it reads",
+            ),
+            ("xargs -I% bash -c '%'", "'xargs -I% bash -c %'"),
+            ("parallel -j2", "'parallel -j2' runs what it reads"),
         ] {
             let why = shell_reading_input(&split(text)).unwrap_or_else(|| panic!("{text}"));
             assert!(why.contains(named), "{text}: {why}");
@@ -290,6 +307,8 @@ mod tests {
             "unshare -r cat",
             "chroot / cat",
             "machinectl list",
+            "xargs -n1 gzip",
+            "find . -name '*.o' | xargs rm -f",
         ] {
             assert!(!runs_a_shell(text), "{text}");
         }
