@@ -497,7 +497,12 @@ fn a_slow_follow_reader_reads_a_notice_then_the_newest_bytes() {
     assert!(cat.until(deadline, |_| false), "follow did not end");
     let shown = std::mem::take(&mut cat.got);
     assert_eq!(assert_holes(&shown, &stream, true), 1);
-    // Nothing stands in for the dropped bytes but the notice: the 1 MiB kept, and it.
-    let kept = 1_048_576..1_048_576 + 200;
-    assert!(kept.contains(&shown.len()), "{} bytes", shown.len());
+    // Nothing stands in for the dropped bytes but the notice (`assert_holes` allows no
+    // filler there): at least the 1 MiB kept came, and less than the stream. (The read
+    // cat had under way when it was stopped may have brought up to 1 MiB more.)
+    assert!(
+        (1_048_576..stream.len()).contains(&shown.len()),
+        "{} bytes",
+        shown.len()
+    );
 }
