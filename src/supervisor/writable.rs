@@ -117,16 +117,26 @@ fn run(shared: &Shared, wake_read: &OwnedFd, notify: &Notify) {
             while unsafe { libc::read(wake_read.as_raw_fd(), buffer.as_mut_ptr().cast(), 64) } > 0 {
             }
         }
-        let done: Vec<(u64, RawFd)> = wanted
+        let ready: Vec<(u64, RawFd)> = wanted
             .iter()
             .zip(&fds[1..])
             .filter(|(_, pollfd)| pollfd.revents != 0)
             .map(|(entry, _)| *entry)
             .collect();
-        if done.is_empty() {
+        if ready.is_empty() {
             continue;
         }
-        shared.wanted.lock().retain(|entry| !done.contains(entry));
+        // Only what is still wanted: one forgotten while this thread polled has been
+        // closed, and its number may be another descriptor's by now.
+        let done: Vec<(u64, RawFd)> = {
+            let mut wanted = shared.wanted.lock();
+            let done: Vec<(u64, RawFd)> = ready
+                .into_iter()
+                .filter(|entry| wanted.contains(entry))
+                .collect();
+            wanted.retain(|entry| !done.contains(entry));
+            done
+        };
         for (job, _) in done {
             notify(job, News::State);
         }
