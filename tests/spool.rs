@@ -1038,3 +1038,102 @@ fn a_command_with_a_file_open_is_evicted_last_and_its_reader_keeps_its_bytes() {
         1_212_000 - 1_048_576
     );
 }
+
+/// The directories of the commands named `name` in the state directory `state`.
+fn dirs_of(state: &Path, name: &str) -> Vec<PathBuf> {
+    let prefix = format!("{name}.");
+    std::fs::read_dir(state)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The record of the command named `name` in the state directory `state`, if written.
+fn record_on_disk(state: &Path, name: &str) -> Option<serde_json::Value> {
+    dirs_of(state, name)
+        .iter()
+        .find_map(|dir| serde_json::from_slice(&std::fs::read(dir.join("meta.json")).ok()?).ok())
+}
+
+#[test]
+fn a_record_a_full_disk_refused_is_written_later_or_restored_as_lost() {
+    // Declared first, so it is unmounted after the driver has stopped.
+    let disk = Tmpfs::mount("2m");
+    let state = disk.path.join("spool");
+    let mut mount = Mount::with_args(&["--state-dir", state.to_str().unwrap()]);
+    // Fill the disk.
+    assert_eq!(
+        mount.run("big", "yes 0123456789 | head -c 3000000"),
+        "completed\n"
+    );
+    assert_eq!(
+        json(&mount, "cmd/big/result.json")["stdout"]["dropped"]
+            .as_u64()
+            .map(|d| d > 0),
+        Some(true)
+    );
+
+    // A command run while it is full: its record cannot be written, and the log says so
+    // once however often it is tried again.
+    assert_eq!(mount.run("meanwhile", "echo hi; exit 3"), "error\n");
+    mount.wait_for_log("meanwhile.");
+    assert!(record_on_disk(&state, "meanwhile").is_none());
+    let failures = |log: &str| {
+        log.lines()
+            .filter(|line| line.contains("cannot write") && line.contains("/meanwhile."))
+            .count()
+    };
+    // Removals that free next to nothing have it tried again, in vain and silently.
+    assert_eq!(mount.run("small", "true"), "completed\n");
+    mount.ok("rm -r \"$M/cmd/small\"");
+    assert_eq!(mount.run("small2", "true"), "completed\n");
+    mount.ok("rm -r \"$M/cmd/small2\"");
+    assert!(record_on_disk(&state, "meanwhile").is_none());
+
+    // Room is freed: the record is written, and the log says that once too.
+    mount.ok("rm -r \"$M/cmd/big\"");
+    assert!(
+        wait_until(Duration::from_secs(30), || record_on_disk(
+            &state,
+            "meanwhile"
+        )
+        .is_some_and(|record| record["exit"]["code"] == 3)),
+        "{}",
+        mount.log()
+    );
+    mount.wait_for_log("that could not be written before");
+    let log = mount.log();
+    assert_eq!(failures(&log), 1, "{log}");
+
+    // Full again, and the driver killed before there is room: the next one shows the
+    // command as an error whose record was lost, and writes that record.
+    assert_eq!(
+        mount.run("big", "yes 0123456789 | head -c 3000000"),
+        "completed\n"
+    );
+    assert_eq!(mount.run("lost", "echo gone; exit 0"), "completed\n");
+    assert!(record_on_disk(&state, "lost").is_none());
+    let lost = dirs_of(&state, "lost");
+    assert_eq!(lost.len(), 1, "{}", mount.log());
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for dir in dirs_of(&state, "big") {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    mount.spawn(&["--state-dir", state.to_str().unwrap()]);
+    assert_eq!(mount.read("cmd/lost/status"), "error\n");
+    let reason = mount.read("cmd/lost/reason");
+    assert!(reason.contains("its record was lost"), "{reason}");
+    assert!(
+        mount.log().contains("without its record"),
+        "{}",
+        mount.log()
+    );
+    assert!(wait_until(Duration::from_secs(30), || {
+        record_on_disk(&state, "lost").is_some_and(|record| record["record_lost"] == true)
+    }));
+    assert_eq!(mount.read("cmd/meanwhile/exitcode"), "3\n");
+}

@@ -23,8 +23,9 @@
 //! (records) and every removal are done by one worker thread, so nobody waits for them
 //! while holding a lock. A new command's first files (`command` and its record) wait
 //! until it is [`FIRST_WRITE_DELAY`] old or its output begins, so a short command writes
-//! each once and one removed before then writes none. The spool knows nothing of the
-//! tree or of processes.
+//! each once and one removed before then writes none. A file the worker cannot write (a
+//! full disk) is kept and written once there may be room (see `Retries`). The spool
+//! knows nothing of the tree or of processes.
 
 mod capture;
 pub mod layout;
@@ -49,6 +50,11 @@ const EVICTED_FILE: &str = "evicted";
 const ALIVE_FILE: &str = "alive";
 /// Where `meta.json` keeps the marks (see [`Store::mark`]).
 const MARKS_KEY: &str = "marks";
+/// The reason of a command restored without its record (see [`Spool::restore`]).
+pub const RECORD_LOST: &str = "its record was lost: it could not be written (a full disk?) \
+                               before its driver stopped; its exit status is unknown";
+/// Set in the record made for such a command: it ended, but how is not known.
+pub const RECORD_LOST_KEY: &str = "record_lost";
 /// The version of `meta.json` this driver writes and reads.
 const META_VERSION: u64 = 1;
 /// How long a new command's first files wait before the worker writes them, unless
@@ -253,7 +259,7 @@ impl Drop for Store {
                 if !self.is_gone() {
                     self.shared.send(Task::Left {
                         dir: self.dir.clone(),
-                        command,
+                        command: Some(command),
                         // Nothing of it is on disk: only a record saved counts.
                         record: self.record.get_mut().take().and_then(|(saved, marks)| {
                             saved.map(|meta| encode_record(meta, marks))
@@ -266,6 +272,19 @@ impl Drop for Store {
                 let evicted_and_read = self.evicted() && *self.readers.get_mut() > 0;
                 if (self.removed.load(Ordering::SeqCst) && !self.evicted()) || evicted_and_read {
                     self.shared.send(Task::Delete(self.dir.clone()));
+                } else if !self.is_gone() {
+                    // A record that could not be written yet is written still.
+                    let record =
+                        self.record.get_mut().take().and_then(|(saved, marks)| {
+                            saved.map(|meta| encode_record(meta, marks))
+                        });
+                    if record.is_some() {
+                        self.shared.send(Task::Left {
+                            dir: self.dir.clone(),
+                            command: None,
+                            record,
+                        });
+                    }
                 }
             }
         }
@@ -293,6 +312,15 @@ impl Record {
         }
         Some((self.saved.take(), self.marks.clone()))
     }
+
+    /// Gives back a record [`Record::take`] gave that could not be written: it is
+    /// unwritten again, in its newest form (one saved meanwhile wins).
+    fn put_back(&mut self, saved: Option<Value>) {
+        if self.saved.is_none() {
+            self.saved = saved;
+        }
+        self.unwritten = true;
+    }
 }
 
 /// The bytes of `meta.json`: `meta` with this driver's version and `marks`.
@@ -309,12 +337,16 @@ fn encode_record(mut meta: Value, marks: serde_json::Map<String, Value>) -> Vec<
     bytes
 }
 
-/// The newest form of `store`'s record as bytes, if it is not written yet. When only
-/// its marks changed, the record is the one on disk, which only the worker writes.
-fn unwritten_record(store: &Store, log: fn(&str)) -> Option<Vec<u8>> {
-    let (saved, marks) = store.record.lock().take()?;
-    let meta = match saved {
-        Some(meta) => meta,
+/// Writes the newest form of `store`'s record, if it is not written yet. When only its
+/// marks changed, the record is the one on disk, which only the worker writes. A record
+/// that could not be written is given back to the store, unwritten, and the failure
+/// returned (the marks of a record that cannot be read are logged and dropped).
+fn write_record(store: &Store, log: fn(&str)) -> Result<(), Failed> {
+    let Some((saved, marks)) = store.record.lock().take() else {
+        return Ok(());
+    };
+    let meta = match &saved {
+        Some(meta) => meta.clone(),
         None => {
             let path = store.dir.join(META_FILE);
             let read = std::fs::read(&path)
@@ -324,12 +356,147 @@ fn unwritten_record(store: &Store, log: fn(&str)) -> Option<Vec<u8>> {
                 Ok(meta) => meta,
                 Err(e) => {
                     log(&format!("cannot add marks to {}: {e}", path.display()));
-                    return None;
+                    return Ok(());
                 }
             }
         }
     };
-    Some(encode_record(meta, marks))
+    write_atomically(&store.dir, META_FILE, &encode_record(meta, marks)).map_err(|error| {
+        store.record.lock().put_back(saved);
+        Failed {
+            path: store.dir.join(META_FILE),
+            error,
+        }
+    })
+}
+
+/// A write the worker could not do (the disk is full, most likely).
+struct Failed {
+    path: PathBuf,
+    error: std::io::Error,
+}
+
+/// What the worker could not write, tried again when room may have been freed.
+enum Unwritten {
+    /// A store's files: its command, when that failed too, and its record (which the
+    /// store keeps, unwritten).
+    Store {
+        store: Weak<Store>,
+        command: Option<Vec<u8>>,
+    },
+    /// The files of a store let go before they could be written.
+    Left {
+        dir: PathBuf,
+        files: Vec<(&'static str, Vec<u8>)>,
+    },
+}
+
+impl Unwritten {
+    /// Tries again. Ok with the command's directory once written, with None when no
+    /// longer wanted (its store is gone); what is still unwritten when it fails again.
+    fn write(self, log: fn(&str)) -> Result<Option<PathBuf>, (Unwritten, Failed)> {
+        match self {
+            Unwritten::Store { store, command } => {
+                let Some(strong) = store.upgrade() else {
+                    return Ok(None);
+                };
+                if strong.is_gone() {
+                    return Ok(None);
+                }
+                if let Some(bytes) = &command {
+                    if let Err(error) = write_atomically(&strong.dir, COMMAND_FILE, bytes) {
+                        let path = strong.dir.join(COMMAND_FILE);
+                        return Err((Unwritten::Store { store, command }, Failed { path, error }));
+                    }
+                }
+                match write_record(&strong, log) {
+                    Ok(()) => Ok(Some(strong.dir.clone())),
+                    Err(failed) => Err((
+                        Unwritten::Store {
+                            store,
+                            command: None,
+                        },
+                        failed,
+                    )),
+                }
+            }
+            Unwritten::Left { dir, mut files } => {
+                while let Some((name, bytes)) = files.first() {
+                    if let Err(error) = write_atomically(&dir, name, bytes) {
+                        let path = dir.join(name);
+                        return Err((Unwritten::Left { dir, files }, Failed { path, error }));
+                    }
+                    files.remove(0);
+                }
+                Ok(Some(dir))
+            }
+        }
+    }
+
+    /// Whether `self` and `other` are the files of the same command.
+    fn same(&self, other: &Unwritten) -> bool {
+        match (self, other) {
+            (Unwritten::Store { store: a, .. }, Unwritten::Store { store: b, .. }) => {
+                Weak::ptr_eq(a, b)
+            }
+            (Unwritten::Left { dir: a, .. }, Unwritten::Left { dir: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// The worker's writes that failed, each said once in the log when it first fails and
+/// once when it is written after all; tried again after a removal frees room and
+/// every [`RETRY_EVERY`].
+#[derive(Default)]
+struct Retries {
+    waiting: Vec<Unwritten>,
+    next: Option<Instant>,
+}
+
+/// How often writes that failed are tried again, when no removal came to free room.
+const RETRY_EVERY: Duration = Duration::from_secs(10);
+
+impl Retries {
+    /// Takes note of a write that failed: said in the log unless it failed before.
+    fn failed(&mut self, item: Unwritten, failed: Failed, log: fn(&str)) {
+        let known = self.waiting.iter().position(|other| other.same(&item));
+        match known {
+            Some(at) => self.waiting[at] = item,
+            None => {
+                log(&format!(
+                    "cannot write {}: {}; it is written once there is room",
+                    failed.path.display(),
+                    failed.error
+                ));
+                self.waiting.push(item);
+            }
+        }
+        self.next
+            .get_or_insert_with(|| Instant::now() + RETRY_EVERY);
+    }
+
+    /// When to try again, if anything waits.
+    fn due(&self) -> Option<Instant> {
+        self.next
+    }
+
+    /// Tries every waiting write once more.
+    fn retry(&mut self, log: fn(&str)) {
+        let mut still = Vec::new();
+        for item in std::mem::take(&mut self.waiting) {
+            match item.write(log) {
+                Ok(Some(dir)) => log(&format!(
+                    "wrote the files of {} that could not be written before",
+                    dir.display()
+                )),
+                Ok(None) => {}
+                Err((item, _)) => still.push(item),
+            }
+        }
+        self.waiting = still;
+        self.next = (!self.waiting.is_empty()).then(|| Instant::now() + RETRY_EVERY);
+    }
 }
 
 /// Something the worker does off every lock.
@@ -338,10 +505,11 @@ enum Task {
     Defer(Weak<Store>, Instant),
     /// A store's first files are needed now (its output begins).
     First(Arc<Store>),
-    /// The first files of a store let go before the worker wrote them.
+    /// The files of a store let go before the worker wrote them: its command, when
+    /// none of its files were written, and its record.
     Left {
         dir: PathBuf,
-        command: Vec<u8>,
+        command: Option<Vec<u8>>,
         record: Option<Vec<u8>>,
     },
     /// Writes the store's newest unwritten record, if it still has one, atomically (a
@@ -651,8 +819,9 @@ impl Spool {
     }
 
     /// Every command left in the state directory by an earlier driver. A directory
-    /// that cannot be read back (a truncated file, a bad record) is left where it is
-    /// and named in the log.
+    /// whose record was never written comes back with what can be known of it (see
+    /// [`Spool::restore_lost`]); one that cannot be read back (a truncated file, a bad record) is left where it is and
+    /// named in the log.
     pub fn restore(self: &Arc<Self>) -> Vec<Restored> {
         let Ok(entries) = std::fs::read_dir(&self.config.dir) else {
             return Vec::new();
@@ -663,7 +832,11 @@ impl Spool {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
-            match self.restore_one(&path) {
+            let restored = match std::fs::symlink_metadata(path.join(META_FILE)) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.restore_lost(&path),
+                _ => self.restore_one(&path),
+            };
+            match restored {
                 Ok(restored) => found.push(restored),
                 Err(why) => (self.shared.log)(&format!(
                     "skipped {} at start: {why}; it is left in place",
@@ -672,6 +845,58 @@ impl Spool {
             }
         }
         found
+    }
+
+    /// A directory without a record: the record of its command could not be written
+    /// (a full disk) before its driver stopped. It comes back from what is known (its
+    /// name from the directory's, its text from `command`, its output) as an error
+    /// whose reason is [`RECORD_LOST`], and that record is written (and said in the
+    /// log). Even with neither text nor output it is shown, not deleted: that a command
+    /// of that name ran is known, and the user removes it as any other.
+    fn restore_lost(self: &Arc<Self>, dir: &Path) -> Result<Restored, String> {
+        let name = dir
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.rsplit_once('.'))
+            .map(|(name, _)| name)
+            .filter(|name| !name.is_empty())
+            .ok_or(format!(
+                "no {META_FILE}, and its name is not one of a command's directory"
+            ))?;
+        let command = std::fs::read(dir.join(COMMAND_FILE)).ok();
+        let header = read_header(dir);
+        let meta = serde_json::json!({
+            "version": META_VERSION,
+            "name": name,
+            "exit": null,
+            RECORD_LOST_KEY: true,
+            "reason": RECORD_LOST,
+        });
+        // Output that cannot be read back (a damaged index) is not shown.
+        let header = header.ok().flatten();
+        let disk = header.as_ref().map_or(0, Capture::disk_bytes);
+        let store = self.new_store(dir.to_path_buf(), disk, true, now_ms());
+        let mut capture = Capture::new(
+            self.clone(),
+            name,
+            store.clone(),
+            header.unwrap_or_else(|| self.fresh_header()),
+        );
+        capture.seal();
+        self.save(&store, &meta);
+        (self.shared.log)(&format!(
+            "restored {} at start without its record, which was never written: \
+             it shows as an error ({RECORD_LOST})",
+            dir.display()
+        ));
+        Ok(Restored {
+            store,
+            command: command.unwrap_or_default(),
+            meta,
+            marks: serde_json::Map::new(),
+            capture: Some(capture),
+            last_seen: self.last_alive,
+        })
     }
 
     fn restore_one(self: &Arc<Self>, dir: &Path) -> Result<Restored, String> {
@@ -688,8 +913,13 @@ impl Spool {
             Some(Value::Object(marks)) => marks,
             Some(_) => return Err(format!("the marks in {META_FILE} are not an object")),
         };
-        let command = std::fs::read(dir.join(COMMAND_FILE))
-            .map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?;
+        // A record restored without its text (see `restore_lost`) has none.
+        let command = match std::fs::read(dir.join(COMMAND_FILE)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && meta[RECORD_LOST_KEY] == true => {
+                Vec::new()
+            }
+            read => read.map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?,
+        };
         let last_read = modified(&meta_path)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or_else(now_ms, |d| d.as_millis() as u64);
@@ -703,8 +933,7 @@ impl Spool {
         .chain(self.last_alive)
         .max();
         let name = meta["name"].as_str().unwrap_or_default().to_string();
-        let index_path = dir.join(capture::INDEX_FILE);
-        if !index_path.exists() {
+        let Some(header) = read_header(dir)? else {
             // A refused command, or one that never wrote a byte.
             let store = self.new_store(dir.to_path_buf(), 0, true, last_read);
             store.record.lock().marks = marks.clone();
@@ -722,25 +951,7 @@ impl Spool {
                 capture,
                 last_seen,
             });
-        }
-        let mut bytes = vec![0u8; capture::HEADER as usize];
-        let file = std::fs::File::open(&index_path)
-            .map_err(|e| format!("cannot open {} ({e})", index_path.display()))?;
-        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)
-            .map_err(|_| "its index is truncated".to_string())?;
-        let mut header = Header::decode(&bytes).ok_or("its index header is damaged")?;
-        let (out_len, err_len, index_len) = header.file_lens();
-        for (name, want) in [
-            (capture::STDOUT_FILE, out_len),
-            (capture::STDERR_FILE, err_len),
-            (capture::INDEX_FILE, index_len),
-        ] {
-            let have = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
-            if have < want {
-                return Err(format!("{name} is truncated ({have} of {want} bytes)"));
-            }
-        }
-        header.sealed = false;
+        };
         let disk = Capture::disk_bytes(&header);
         let store = self.new_store(dir.to_path_buf(), disk, true, last_read);
         store.record.lock().marks = marks.clone();
@@ -794,6 +1005,36 @@ fn read_evicted(dir: &Path, log: fn(&str)) -> u64 {
     }
 }
 
+/// The counts of the output a command's directory holds, checked against its files'
+/// sizes (unsealed, as a capture reads it back); None when it has no output, or none
+/// that can be known: an index without its header (its first write found the disk
+/// full, or the driver stopped before it) counts nothing.
+fn read_header(dir: &Path) -> Result<Option<Header>, String> {
+    let index_path = dir.join(capture::INDEX_FILE);
+    let file = match std::fs::File::open(&index_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        opened => opened.map_err(|e| format!("cannot open {} ({e})", index_path.display()))?,
+    };
+    let mut bytes = vec![0u8; capture::HEADER as usize];
+    if std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).is_err() {
+        return Ok(None);
+    }
+    let mut header = Header::decode(&bytes).ok_or("its index header is damaged")?;
+    let (out_len, err_len, index_len) = header.file_lens();
+    for (name, want) in [
+        (capture::STDOUT_FILE, out_len),
+        (capture::STDERR_FILE, err_len),
+        (capture::INDEX_FILE, index_len),
+    ] {
+        let have = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+        if have < want {
+            return Err(format!("{name} is truncated ({have} of {want} bytes)"));
+        }
+    }
+    header.sealed = false;
+    Ok(Some(header))
+}
+
 fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).ok()?.modified().ok()
 }
@@ -808,8 +1049,13 @@ fn work(
     // Stores whose first files wait, in the order they were made (so the soonest due
     // is first). A store let go meanwhile is not kept alive by this list.
     let mut waiting: VecDeque<(Instant, Weak<Store>)> = VecDeque::new();
+    let mut retries = Retries::default();
     loop {
-        let timeout = waiting.front().map_or(capture::CHECKPOINT, |(due, _)| {
+        let soonest = [waiting.front().map(|(due, _)| *due), retries.due()]
+            .into_iter()
+            .flatten()
+            .min();
+        let timeout = soonest.map_or(capture::CHECKPOINT, |due| {
             due.saturating_duration_since(Instant::now())
                 .min(capture::CHECKPOINT)
         });
@@ -831,24 +1077,30 @@ fn work(
         while waiting.front().is_some_and(|(due, _)| *due <= now) {
             if let Some((_, store)) = waiting.pop_front() {
                 if let Some(store) = store.upgrade() {
-                    write_first(&store, log);
+                    write_first(&store, &mut retries, log);
                 }
             }
+        }
+        if retries.due().is_some_and(|due| due <= now) {
+            retries.retry(log);
         }
         let Some(task) = task else {
             continue;
         };
         match task {
             Task::Defer(store, due) => waiting.push_back((due, store)),
-            Task::First(store) => write_first(&store, log),
+            Task::First(store) => write_first(&store, &mut retries, log),
             Task::Left {
                 dir,
                 command,
                 record,
             } => {
-                write_logged(&dir, COMMAND_FILE, &command, log);
-                if let Some(record) = record {
-                    write_logged(&dir, META_FILE, &record, log);
+                let files = [(COMMAND_FILE, command), (META_FILE, record)]
+                    .into_iter()
+                    .filter_map(|(name, bytes)| Some((name, bytes?)))
+                    .collect();
+                if let Err((item, failed)) = (Unwritten::Left { dir, files }).write(log) {
+                    retries.failed(item, failed, log);
                 }
             }
             Task::Record(store) => {
@@ -857,19 +1109,23 @@ fn work(
                     // is the last reference, or its drop would hand them back behind
                     // a barrier already queued.
                     if Arc::strong_count(&store) == 1 {
-                        write_first(&store, log);
+                        write_first(&store, &mut retries, log);
                     }
                     continue;
                 }
                 if store.is_gone() {
                     continue;
                 }
-                if let Some(bytes) = unwritten_record(&store, log) {
-                    write_logged(&store.dir, META_FILE, &bytes, log);
+                if let Err(failed) = write_record(&store, log) {
+                    let item = Unwritten::Store {
+                        store: Arc::downgrade(&store),
+                        command: None,
+                    };
+                    retries.failed(item, failed, log);
                 }
             }
             Task::Stamp(store, time) => {
-                write_first(&store, log);
+                write_first(&store, &mut retries, log);
                 if store.is_gone() {
                     continue;
                 }
@@ -881,18 +1137,20 @@ fn work(
                 }
             }
             Task::Keep(name, bytes) => write_logged(state_dir, name, &bytes, log),
-            Task::Delete(dir) => {
-                if let Err(e) = std::fs::remove_dir_all(&dir) {
-                    if e.kind() != std::io::ErrorKind::NotFound {
-                        log(&format!("cannot delete {}: {e}", dir.display()));
-                    }
-                }
-            }
+            Task::Delete(dir) => match std::fs::remove_dir_all(&dir) {
+                // Room was freed: what could not be written may fit now.
+                Ok(()) => retries.retry(log),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => log(&format!("cannot delete {}: {e}", dir.display())),
+            },
             Task::Barrier(done) => {
                 for (_, store) in waiting.drain(..) {
                     if let Some(store) = store.upgrade() {
-                        write_first(&store, log);
+                        write_first(&store, &mut retries, log);
                     }
+                }
+                if retries.due().is_some() {
+                    retries.retry(log);
                 }
                 let _ = done.send(());
             }
@@ -907,17 +1165,20 @@ fn work(
 /// Writes a store's first files, its command and its newest record, unless they are
 /// written already; a store gone by then gets none. Only the worker calls it: a record
 /// saved meanwhile either is the one taken here or finds none waiting and asks for its
-/// own write.
-fn write_first(store: &Store, log: fn(&str)) {
+/// own write. What cannot be written is left to `retries`.
+fn write_first(store: &Arc<Store>, retries: &mut Retries, log: fn(&str)) {
     let Some(command) = store.unwritten.lock().take() else {
         return;
     };
     if store.is_gone() {
         return;
     }
-    write_logged(&store.dir, COMMAND_FILE, &command, log);
-    if let Some(record) = unwritten_record(store, log) {
-        write_logged(&store.dir, META_FILE, &record, log);
+    let item = Unwritten::Store {
+        store: Arc::downgrade(store),
+        command: Some(command),
+    };
+    if let Err((item, failed)) = item.write(log) {
+        retries.failed(item, failed, log);
     }
 }
 
@@ -998,9 +1259,14 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()>
         }
         opened => opened?,
     };
-    file.write_all(bytes)?;
-    drop(file);
-    std::fs::rename(&temporary, dir.join(name))
+    // A file that could not be written whole (a full disk) is not left behind.
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| std::fs::rename(&temporary, dir.join(name)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }
 
 #[cfg(test)]

@@ -710,3 +710,138 @@ fn a_record_without_marks_comes_back_with_none_and_bad_marks_are_skipped() {
         "a record that cannot be read is left in place"
     );
 }
+
+/// The lines logged about `path`.
+fn logged_about(path: &Path, what: &str) -> usize {
+    let shown = path.display().to_string();
+    LOGGED
+        .lock()
+        .iter()
+        .filter(|line| line.contains(&shown) && line.contains(what))
+        .count()
+}
+
+/// Waits (with a deadline) until `path` is a file.
+fn becomes_a_file(path: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if path.is_file() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn a_record_that_cannot_be_written_is_written_once_there_may_be_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = deferring_spool_in(&dir.path().join("state"), NEVER_DUE);
+    // A directory where the record goes: writing it fails as on a full disk.
+    let block = |capture: &Capture| {
+        let blocker = capture.store().dir().join(META_FILE);
+        std::fs::create_dir_all(&blocker).unwrap();
+        blocker
+    };
+    let mut stuck = spool.capture("stuck", b"echo a");
+    let blocker = block(&stuck);
+    stuck.append(Stream::Stdout, b"a\n");
+    for round in 0..3 {
+        spool.save(
+            stuck.store(),
+            &serde_json::json!({ "name": "stuck", "round": round }),
+        );
+        spool.sync();
+    }
+    assert!(blocker.is_dir());
+    assert!(stuck.store().dir().join(COMMAND_FILE).is_file());
+    assert_eq!(
+        logged_about(&blocker, "cannot write"),
+        1,
+        "one line for the failure, none per retry: {:?}",
+        LOGGED.lock()
+    );
+    assert_eq!(
+        names_in(stuck.store().dir())
+            .iter()
+            .filter(|n| n.starts_with('.'))
+            .count(),
+        0
+    );
+
+    // Room is freed by a removal: the newest record is written then.
+    std::fs::remove_dir(&blocker).unwrap();
+    let mut other = spool.capture("other", b"true");
+    other.append(Stream::Stdout, b"x");
+    spool.sync();
+    other.store().remove();
+    drop(other);
+    spool.sync();
+    let record: Value = serde_json::from_slice(&std::fs::read(&blocker).unwrap()).unwrap();
+    assert_eq!(record["round"], 2);
+    assert_eq!(
+        logged_about(stuck.store().dir(), "that could not be written before"),
+        1
+    );
+
+    // With no removal, it is tried again after a while.
+    let mut later = spool.capture("later", b"echo b");
+    let blocker = block(&later);
+    later.append(Stream::Stdout, b"b\n");
+    spool.save(later.store(), &serde_json::json!({ "name": "later" }));
+    spool.sync();
+    assert_eq!(logged_about(&blocker, "cannot write"), 1);
+    std::fs::remove_dir(&blocker).unwrap();
+    assert!(becomes_a_file(&blocker), "never tried again");
+}
+
+#[test]
+fn a_directory_without_its_record_comes_back_as_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let lost = {
+        let spool = spool_in(&state, 1 << 20, u64::MAX);
+        let mut capture = spool.capture("lost", b"echo hi");
+        capture.append(Stream::Stdout, b"hi\n");
+        capture.seal();
+        spool.save(capture.store(), &serde_json::json!({ "name": "lost" }));
+        spool.sync();
+        capture.store().dir().to_path_buf()
+    };
+    std::fs::remove_file(lost.join(META_FILE)).unwrap();
+    let empty = state.join("empty.18ed41a184f89c730");
+    std::fs::create_dir(&empty).unwrap();
+    let spool = spool_in(&state, 1 << 20, u64::MAX);
+    let mut restored = spool.restore();
+    restored.sort_by_key(|r| r.meta["name"].as_str().unwrap().to_string());
+    assert_eq!(restored.len(), 2);
+    // Nothing but its name is known of one.
+    let nothing = restored.remove(0);
+    assert_eq!(nothing.meta["name"], "empty");
+    assert!(nothing.command.is_empty());
+    assert_eq!(
+        read_all(nothing.capture.as_ref().unwrap(), Stream::Stdout),
+        b""
+    );
+    assert_eq!(restored[0].meta["name"], "lost");
+    assert_eq!(restored[0].meta["reason"], RECORD_LOST);
+    assert_eq!(restored[0].command, b"echo hi");
+    let capture = restored[0].capture.as_ref().unwrap();
+    assert_eq!(read_all(capture, Stream::Stdout), b"hi\n");
+    spool.sync();
+    drop(restored);
+    drop(spool);
+
+    // Its record is written: the next start finds it as it was shown.
+    let spool = spool_in(&state, 1 << 20, u64::MAX);
+    let mut restored = spool.restore();
+    restored.sort_by_key(|r| r.meta["name"].as_str().unwrap().to_string());
+    assert_eq!(restored.len(), 2);
+    restored.remove(0);
+    assert_eq!(restored[0].meta["reason"], RECORD_LOST);
+    assert_eq!(restored[0].meta[RECORD_LOST_KEY], true);
+    assert_eq!(
+        read_all(restored[0].capture.as_ref().unwrap(), Stream::Stdout),
+        b"hi\n"
+    );
+}

@@ -465,7 +465,10 @@ impl Job {
             max_rss_kib: number(e, "max_rss_kib"),
             max_rss_source: e["max_rss_source"].as_str().unwrap_or("").to_string(),
         });
-        let interrupted = exit.is_none() || flag("interrupted");
+        // A record made at a restart for a command whose own record was lost tells
+        // its reason, not that a driver stopped while it ran.
+        let interrupted =
+            (exit.is_none() && !flag(crate::spool::RECORD_LOST_KEY)) || flag("interrupted");
         let reason = meta["reason"].as_str().map(str::to_string);
         // A signal it died of was saved as a kill with its sentence: it reads the same.
         let end = if interrupted {
