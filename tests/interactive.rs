@@ -636,6 +636,7 @@ fn bad_input_gets_a_clear_errno_and_nothing_half_sent() {
 /// kept ready for the next commands (a few at most, however many have run), so their
 /// number moves with how starts and ends overlapped, not with what finished commands
 /// hold.
+#[cfg(target_os = "linux")]
 fn descriptor_targets(pid: i32) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|dir| {
