@@ -41,6 +41,59 @@ fn mount_state(path: &Path) -> MountState {
     }
 }
 
+/// Whether the driver's own mount has been detached (a lazy unmount). On Linux this is
+/// read from the kernel's list of mounts, never from the mount itself: a look at the
+/// path is a request this driver must answer, and a SIGKILL that lands while one of its
+/// own request threads holds it leaves the looking thread waiting for an answer no one
+/// will give, so the driver never exits. (macOS has no such list to read.)
+fn detached(path: &Path, mount_point: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = path;
+        std::fs::read("/proc/self/mountinfo")
+            .map(|list| !lists_mount_point(&list, mount_point))
+            .unwrap_or(false)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = mount_point;
+        mount_state(path) == MountState::NotMounted
+    }
+}
+
+/// Whether `/proc/self/mountinfo` text `list` has a mount at `mount_point` (its fifth
+/// field, where a space, tab, newline or backslash is written in octal: `\040`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn lists_mount_point(list: &[u8], mount_point: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let wanted = mount_point.as_os_str().as_bytes();
+    list.split(|&b| b == b'\n')
+        .filter_map(|line| line.split(|&b| b == b' ').nth(4))
+        .any(|field| unescape_octal(field) == wanted)
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn unescape_octal(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let digits = field
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match (field[i], digits) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// `terminalfs --unmount`: unmounts whatever is at `path` (a live driver then stops
 /// its commands itself; a crashed one's leftovers are reaped here). Returns a sentence
 /// for the user. Safe to call when nothing is mounted.
@@ -371,6 +424,9 @@ fn serve(
     refuse_live_mount(&config.path)?;
     let _state_lock = crate::spool::prepare_dir(&config.state_dir)?;
     prepare_mount_point(&config.path)?;
+    // Where the kernel will list the mount (a symbolic link resolved), found before it
+    // is mounted: afterwards a look at the path would be a request to this very driver.
+    let mount_point = std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone());
     let audit = Audit::open(&config.audit_log)?;
     let spool = Spool::open(
         SpoolConfig {
@@ -501,7 +557,7 @@ fn serve(
         }
         // A lazy unmount (`--unmount`, `umount -l`) takes the tree out of the namespace
         // while a command's stderr file keeps the connection open: that is a stop too.
-        if mount_state(&config.path) == MountState::NotMounted {
+        if detached(&config.path, &mount_point) {
             cause = "the mount was detached";
             break;
         }
@@ -552,6 +608,21 @@ fn serve(
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_mount_point_is_found_in_the_kernels_list_with_its_escapes_undone() {
+        let list = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
+            97 22 0:52 / /tmp/a\\040b\\134c rw,nosuid - fuse.terminalfs terminalfs rw\n\
+            98 22 0:53 / /tmp/plain rw - fuse.terminalfs terminalfs rw\n";
+        assert!(lists_mount_point(list, Path::new("/tmp/a b\\c")));
+        assert!(lists_mount_point(list, Path::new("/tmp/plain")));
+        assert!(lists_mount_point(list, Path::new("/")));
+        assert!(!lists_mount_point(list, Path::new("/tmp/a")));
+        assert!(!lists_mount_point(list, Path::new("/tmp/a\\040b\\134c")));
+        assert!(!lists_mount_point(b"", Path::new("/tmp/plain")));
+        // A backslash not followed by three octal digits is itself.
+        assert_eq!(unescape_octal(b"x\\09y\\"), b"x\\09y\\");
+    }
 
     #[test]
     fn the_readiness_pipe_is_closed_on_exec() {
