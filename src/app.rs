@@ -1,7 +1,7 @@
 //! Wiring and lifetime: loads the settings, locks the state directory, prepares the
-//! mount point (cleaning a stale mount), starts the supervisor, the tree and the FUSE session, reports readiness,
-//! waits for SIGINT/SIGTERM, then shuts down in order: stop every command, answer every
-//! parked read, unmount.
+//! mount point (cleaning a stale mount), starts the supervisor, the tree and the FUSE
+//! session, reports readiness, waits for SIGINT/SIGTERM, then shuts down in order: stop
+//! every command, answer every parked read, unmount.
 
 use crate::config::Config;
 use crate::fs::{Comeback, Returning, Tree, TreeConfig};
@@ -45,18 +45,24 @@ fn mount_state(path: &Path) -> MountState {
 /// read from the kernel's list of mounts, never from the mount itself: a look at the
 /// path is a request this driver must answer, and a SIGKILL that lands while one of its
 /// own request threads holds it leaves the looking thread waiting for an answer no one
-/// will give, so the driver never exits. (macOS has no such list to read.)
-fn detached(path: &Path, mount_point: &Path) -> bool {
+/// will give, so the driver never exits. (macOS has no such list to read.) Only a
+/// mount point `seen` in the list before counts as detached once it is missing: one the
+/// list spells otherwise never stops the driver this way (the session's end still does).
+fn detached(path: &Path, mount_point: &Path, seen: &mut bool) -> bool {
     #[cfg(target_os = "linux")]
     {
         let _ = path;
-        std::fs::read("/proc/self/mountinfo")
-            .map(|list| !lists_mount_point(&list, mount_point))
-            .unwrap_or(false)
+        let Ok(list) = std::fs::read("/proc/self/mountinfo") else {
+            return false;
+        };
+        let listed = lists_mount_point(&list, mount_point);
+        let gone = *seen && !listed;
+        *seen |= listed;
+        gone
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = mount_point;
+        let _ = (mount_point, seen);
         mount_state(path) == MountState::NotMounted
     }
 }
@@ -551,13 +557,14 @@ fn serve(
     }
 
     let mut cause = "the mount went away";
+    let mut listed = false;
     loop {
         if session_thread.is_finished() {
             break;
         }
         // A lazy unmount (`--unmount`, `umount -l`) takes the tree out of the namespace
         // while a command's stderr file keeps the connection open: that is a stop too.
-        if detached(&config.path, &mount_point) {
+        if detached(&config.path, &mount_point, &mut listed) {
             cause = "the mount was detached";
             break;
         }
