@@ -39,17 +39,7 @@ fn keys(mount: &Mount, name: &str, keys: &str) {
 
 /// Waits until the command's screen shows `needle`; returns the screen.
 fn screen_shows(mount: &Mount, name: &str, needle: &str) -> String {
-    let path = mount.p(&format!("cmd/{name}/screen"));
-    let mut screen = String::new();
-    let found = wait_until(PATIENCE, || {
-        screen = std::fs::read_to_string(&path).unwrap_or_default();
-        screen.contains(needle)
-    });
-    assert!(
-        found,
-        "the screen of {name} never showed {needle:?}:\n{screen}"
-    );
-    screen
+    mount.holds(&format!("cmd/{name}/screen"), needle)
 }
 
 /// Waits until `relative` reads exactly `expected`.

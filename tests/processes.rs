@@ -233,16 +233,6 @@ fn commands_written_by_several_writers_at_once_all_run() {
 }
 
 /// Waits until `cmd/<name>/<file>` contains `needle`; returns what it holds then.
-fn holds(mount: &Mount, relative: &str, needle: &str) -> String {
-    let mut text = String::new();
-    let found = wait_until(Duration::from_secs(20), || {
-        text = std::fs::read_to_string(mount.p(relative)).unwrap_or_default();
-        text.contains(needle)
-    });
-    assert!(found, "{relative} never held {needle:?}: {text:?}");
-    text
-}
-
 #[test]
 fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
     let mount = Mount::start();
@@ -257,7 +247,7 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
             format!("trap 'echo got {signal}; exit 7' {signal}; echo ready; while :; do sleep 0.05; done"),
         )
         .unwrap();
-        holds(&mount, &format!("cmd/{name}/stdout"), "ready");
+        mount.holds(&format!("cmd/{name}/stdout"), "ready");
         std::fs::write(mount.p(&format!("cmd/{name}/kill")), written).unwrap();
         assert_eq!(mount.wait(name), "error\n", "{name}");
         assert_eq!(mount.read(&format!("cmd/{name}/exitcode")), "7\n", "{name}");
@@ -348,7 +338,7 @@ fn stop_pauses_until_cont_and_wait_waits_through_it() {
         "i=0; while :; do i=$((i+1)); echo $i; sleep 0.05; done",
     )
     .unwrap();
-    holds(&mount, "cmd/ticker/stdout", "3\n");
+    mount.holds("cmd/ticker/stdout", "3\n");
     mount.ok("echo STOP > $M/cmd/ticker/kill");
     assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
     // Paused: wait times out with `running`, and the output stops growing.

@@ -36,25 +36,9 @@ fn sh(mount: &Mount, script: &str) -> (Option<i32>, String) {
     (out.status.code(), printed)
 }
 
-/// Waits until `relative` under the mount holds `needle`; returns what it holds.
-fn shows(mount: &Mount, relative: &str, needle: &str) -> String {
-    let path = mount.p(relative);
-    let mut text = String::new();
-    let found = wait_until(PATIENCE, || {
-        text = std::fs::read_to_string(&path).unwrap_or_default();
-        text.contains(needle)
-    });
-    assert!(
-        found,
-        "{relative} never held {needle:?}: {text:?}\n{}",
-        mount.log()
-    );
-    text
-}
-
 /// Asserts that `cmd/<name>` was denied and returns its reason.
 fn denied(mount: &Mount, name: &str) -> String {
-    shows(mount, &format!("cmd/{name}/status"), "denied\n");
+    mount.holds(&format!("cmd/{name}/status"), "denied\n");
     mount.read(&format!("cmd/{name}/reason"))
 }
 

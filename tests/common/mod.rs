@@ -203,6 +203,23 @@ impl Mount {
         );
     }
 
+    /// Waits (up to 30 s) until `relative` under the mount holds `needle`; returns what
+    /// it holds then.
+    pub fn holds(&self, relative: &str, needle: &str) -> String {
+        let path = self.p(relative);
+        let mut text = String::new();
+        let found = wait_until(Duration::from_secs(30), || {
+            text = std::fs::read_to_string(&path).unwrap_or_default();
+            text.contains(needle)
+        });
+        assert!(
+            found,
+            "{relative} never held {needle:?}: {text:?}\n{}",
+            self.log()
+        );
+        text
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("the driver runs").id()
     }
