@@ -649,12 +649,24 @@ fn a_bad_directive_refuses_the_command() {
         ("colour", "#terminalfs colour=red", "colour"),
         ("soon", "#terminalfs timeout=soon", "timeout=soon"),
         ("mixed", "#terminalfs timeout=1s memory=lots", "memory=lots"),
+        (
+            "twice",
+            "#terminalfs timeout=1s timeout=3s",
+            "key 'timeout' is given twice (timeout=1s, then timeout=3s)",
+        ),
+        (
+            "two-lines",
+            "#terminalfs keep=1h\n#terminalfs memory=1g keep=2h",
+            "key 'keep' is given twice (keep=1h, then keep=2h)",
+        ),
     ] {
-        // The refusal may fail the close; the command directory says it either way.
-        let _ = std::fs::write(
+        // The directive lines are whole before the command starts: the write fails.
+        let written = std::fs::write(
             mount.p(&format!("ctl/{name}")),
             format!("{directive}\ntouch ran-{name}"),
         );
+        let errno = written.err().and_then(|e| e.raw_os_error());
+        assert_eq!(errno, Some(libc::EPERM), "{name}");
         assert_eq!(mount.read(&format!("cmd/{name}/status")), "denied\n");
         let reason = mount.read(&format!("cmd/{name}/reason"));
         assert!(reason.contains(needle), "{name}: {reason}");

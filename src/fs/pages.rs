@@ -351,8 +351,8 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/limited/wait\n\
          echo '#terminalfs colour=red' > {m}/ctl/badkey || cat {m}/cmd/badkey/reason\n\
          ```\n\n\
-         An unknown key or a bad value fails the write with \"Operation not permitted\"; \
-         nothing runs and `reason` says which. A stopped command and its output are removed \
+         An unknown key, a bad value or a key given twice fails the write with \"Operation \
+         not permitted\"; nothing runs and `reason` says which. A stopped command and its output are removed \
          {keep} after its files were last open (or its `keep=`). Past the output limit per \
          stream, the first part and the newest bytes are kept, with one line in between \
          saying how many bytes were dropped.\n\n\

@@ -5,13 +5,15 @@
 //! comments are passed over, and scanning stops at the first line that is neither blank nor
 //! a comment, so a directive further down is an ordinary comment. Each directive line holds
 //! space-separated `key=value` pairs; the keys are `timeout` (a duration), `memory` (a size)
-//! and `keep` (a duration), read with the same units as the command line. A later pair
-//! overrides an earlier one. Any unknown key or bad value refuses the command, with a
-//! reason naming it, rather than running it with a limit silently missing.
+//! and `keep` (a duration), read with the same units as the command line. Any unknown key,
+//! bad value or key given twice (`timeout=1s timeout=3s`, on one line or on two) refuses
+//! the command, with a reason naming it, rather than running it with a limit silently
+//! missing or other than the one meant.
 //!
 //! Two words say what the command reads: `stdin` gives it a pipe that `cmd/<name>/stdin`
 //! writes into, `tty` (or `tty=COLSxROWS`, 120x40 unless given) a terminal. `tty` wins
-//! over `stdin`, since a terminal takes input too.
+//! over `stdin`, since a terminal takes input too; each of them is a key of its own, so
+//! `tty stdin` is fine and `tty tty=80x24` is a key given twice.
 
 use std::time::Duration;
 
@@ -44,6 +46,8 @@ pub struct Directives {
 /// Reads the `#terminalfs` lines at the top of a command.
 pub fn parse_directives(text: &str) -> Result<Directives, String> {
     let mut directives = Directives::default();
+    // The pairs read so far, by key, to name both in the refusal of a key given twice.
+    let mut given: Vec<(&str, &str)> = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if index == 0 && line.starts_with("#!") {
@@ -63,6 +67,14 @@ pub fn parse_directives(text: &str) -> Result<Directives, String> {
         }
         for pair in pairs.split_whitespace() {
             apply(&mut directives, pair)?;
+            let key = pair.split_once('=').map_or(pair, |(key, _)| key);
+            if let Some((_, first)) = given.iter().find(|(seen, _)| *seen == key) {
+                return Err(format!(
+                    "the #terminalfs directive key '{key}' is given twice ({first}, then \
+                     {pair}); give it once"
+                ));
+            }
+            given.push((key, pair));
         }
     }
     Ok(directives)
@@ -153,10 +165,65 @@ mod tests {
     }
 
     #[test]
-    fn later_pairs_override_and_crlf_is_fine() {
-        let d = parse_directives("#terminalfs timeout=1s\r\n#terminalfs timeout=2s\r\nls")
+    fn crlf_is_fine() {
+        let d = parse_directives("#terminalfs timeout=1s\r\n#terminalfs memory=2k\r\nls")
             .expect("valid directives");
-        assert_eq!(d.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(d.timeout, Some(Duration::from_secs(1)));
+        assert_eq!(d.memory, Some(2048));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_naming_it() {
+        for (text, key, pairs) in [
+            (
+                "#terminalfs timeout=1s timeout=3s\nls",
+                "timeout",
+                "(timeout=1s, then timeout=3s)",
+            ),
+            (
+                "#terminalfs timeout=1s\r\n#terminalfs timeout=2s\r\nls",
+                "timeout",
+                "then",
+            ),
+            (
+                "#terminalfs memory=1G keep=1h memory=1G",
+                "memory",
+                "(memory=1G, then memory=1G)",
+            ),
+            (
+                "# terminalfs keep=0\n#terminalfs keep=1h\nls",
+                "keep",
+                "(keep=0, then keep=1h)",
+            ),
+            (
+                "#terminalfs stdin stdin\ncat",
+                "stdin",
+                "(stdin, then stdin)",
+            ),
+            (
+                "#terminalfs tty\n#terminalfs tty=80x24\nvi",
+                "tty",
+                "(tty, then tty=80x24)",
+            ),
+            (
+                "#terminalfs tty=80x24 tty=90x30\nvi",
+                "tty",
+                "then tty=90x30",
+            ),
+        ] {
+            let err = parse_directives(text).expect_err(text);
+            assert!(
+                err.contains(&format!("key '{key}' is given twice")),
+                "{text}: {err}"
+            );
+            assert!(err.contains(pairs), "{text}: {err}");
+        }
+        // A bad value is reported as such even when its key came before.
+        let err = parse_directives("#terminalfs timeout=1s timeout=soon").expect_err("bad");
+        assert!(err.contains("timeout=soon is not valid"), "{err}");
+        // Different keys, and the two input words, are no repetition.
+        parse_directives("#terminalfs tty stdin timeout=1s\n#terminalfs keep=1h memory=1k\nvi")
+            .expect("each key once");
     }
 
     #[test]
