@@ -90,12 +90,12 @@ fn finished_commands_survive_sigterm_and_a_crash() {
     assert_eq!(mount.read("cmd/refused/status"), "denied\n");
     let on_disk = |name: &str, check: &dyn Fn(&serde_json::Value) -> bool| {
         wait_until(Duration::from_secs(10), || {
+            // The record carries the command's text.
             mount.spool_dirs(name).first().is_some_and(|dir| {
-                dir.join("command").exists()
-                    && std::fs::read(dir.join("meta.json"))
-                        .ok()
-                        .and_then(|text| serde_json::from_slice(&text).ok())
-                        .is_some_and(|record| check(&record))
+                std::fs::read(dir.join("meta.json"))
+                    .ok()
+                    .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+                    .is_some_and(|record| record["command"].is_string() && check(&record))
             })
         })
     };
@@ -168,7 +168,14 @@ fn a_command_running_at_a_crash_comes_back_with_its_output() {
     // So does its record, which the first byte of output hurries.
     let dir = index.parent().unwrap().to_path_buf();
     assert!(wait_until(Duration::from_secs(10), || {
-        dir.join("meta.json").exists() && dir.join("command").exists()
+        std::fs::read(dir.join("meta.json"))
+            .ok()
+            .and_then(|text| serde_json::from_slice::<serde_json::Value>(&text).ok())
+            .is_some_and(|record| {
+                record["command"]
+                    .as_str()
+                    .is_some_and(|text| text.ends_with("exec sleep 300"))
+            })
     }));
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();

@@ -4,9 +4,10 @@
 //! ```text
 //! <state dir>/                  0700, checked at start
 //!   <name>.<stamp>/             one command (a reused name gets a new stamp)
-//!     command                   the text as written
 //!     meta.json                 its record (what the caller saved; status, exit, reason),
-//!                               with the marks added to it under `marks`
+//!                               with the marks added to it under `marks` and, when it is
+//!                               short UTF-8, the command's text under `command`
+//!     command                   the text as written, when it is not in the record
 //!     stdout, stderr            bounded output (see `layout`)
 //!     output.idx                counts, then the index of the interleaving (see `capture`)
 //!   evicted                     how many finished commands were evicted, in decimal
@@ -46,6 +47,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const META_FILE: &str = "meta.json";
 const COMMAND_FILE: &str = "command";
+/// Where `meta.json` keeps the command's text, when it is there (see [`in_record`]).
+const COMMAND_KEY: &str = "command";
+/// The longest text kept in the record rather than in a file of its own: every later
+/// form of the record repeats it.
+const IN_RECORD_MAX: usize = 4096;
 const EVICTED_FILE: &str = "evicted";
 const ALIVE_FILE: &str = "alive";
 /// Where `meta.json` keeps the marks (see [`Store::mark`]).
@@ -161,6 +167,20 @@ pub struct Store {
     /// writes it with the newest record once the store is due or needed (see
     /// [`write_first`]). Only the worker takes it (and the store's drop).
     unwritten: Mutex<Option<Vec<u8>>>,
+    /// The command's text when every form of the record carries it (see [`in_record`]);
+    /// then no `command` file is written beside a record.
+    text: Option<Box<str>>,
+}
+
+/// The text of a command as its record carries it: short UTF-8 only. Any other text
+/// has a file of its own. One file fewer per command is most of what a short command
+/// costs the disk: on some filesystems making a file is dear (ext4 without a journal
+/// scans past every inode freed in the last seconds).
+fn in_record(text: &[u8]) -> Option<Box<str>> {
+    if text.len() > IN_RECORD_MAX {
+        return None;
+    }
+    std::str::from_utf8(text).ok().map(Box::from)
 }
 
 fn now_ms() -> u64 {
@@ -257,13 +277,17 @@ impl Drop for Store {
             // removed command leaves nothing behind.
             Some(command) => {
                 if !self.is_gone() {
+                    // Nothing of it is on disk: only a record saved counts.
+                    let text = self.text.as_deref();
+                    let record = self.record.get_mut().take().and_then(|(saved, marks)| {
+                        saved.map(|meta| encode_record(meta, marks, text))
+                    });
+                    // Without a record to carry it, the text has its own file.
+                    let command = (record.is_none() || text.is_none()).then_some(command);
                     self.shared.send(Task::Left {
                         dir: self.dir.clone(),
-                        command: Some(command),
-                        // Nothing of it is on disk: only a record saved counts.
-                        record: self.record.get_mut().take().and_then(|(saved, marks)| {
-                            saved.map(|meta| encode_record(meta, marks))
-                        }),
+                        command,
+                        record,
                     });
                 }
             }
@@ -274,10 +298,10 @@ impl Drop for Store {
                     self.shared.send(Task::Delete(self.dir.clone()));
                 } else if !self.is_gone() {
                     // A record that could not be written yet is written still.
-                    let record =
-                        self.record.get_mut().take().and_then(|(saved, marks)| {
-                            saved.map(|meta| encode_record(meta, marks))
-                        });
+                    let text = self.text.as_deref();
+                    let record = self.record.get_mut().take().and_then(|(saved, marks)| {
+                        saved.map(|meta| encode_record(meta, marks, text))
+                    });
                     if record.is_some() {
                         self.shared.send(Task::Left {
                             dir: self.dir.clone(),
@@ -323,13 +347,21 @@ impl Record {
     }
 }
 
-/// The bytes of `meta.json`: `meta` with this driver's version and `marks`.
-fn encode_record(mut meta: Value, marks: serde_json::Map<String, Value>) -> Vec<u8> {
+/// The bytes of `meta.json`: `meta` with this driver's version, `marks` and the
+/// command's `text` when the record carries it.
+fn encode_record(
+    mut meta: Value,
+    marks: serde_json::Map<String, Value>,
+    text: Option<&str>,
+) -> Vec<u8> {
     if let Value::Object(map) = &mut meta {
         map.insert("version".into(), META_VERSION.into());
         map.remove(MARKS_KEY);
         if !marks.is_empty() {
             map.insert(MARKS_KEY.into(), Value::Object(marks));
+        }
+        if let Some(text) = text {
+            map.insert(COMMAND_KEY.into(), text.into());
         }
     }
     let mut bytes = serde_json::to_vec_pretty(&meta).expect("a JSON value serialises");
@@ -337,13 +369,14 @@ fn encode_record(mut meta: Value, marks: serde_json::Map<String, Value>) -> Vec<
     bytes
 }
 
-/// Writes the newest form of `store`'s record, if it is not written yet. When only its
-/// marks changed, the record is the one on disk, which only the worker writes. A record
+/// Writes the newest form of `store`'s record, if it is not written yet; true when it
+/// wrote one. When only its marks changed, the record is the one on disk, which only
+/// the worker writes. A record
 /// that could not be written is given back to the store, unwritten, and the failure
 /// returned (the marks of a record that cannot be read are logged and dropped).
-fn write_record(store: &Store, log: fn(&str)) -> Result<(), Failed> {
+fn write_record(store: &Store, log: fn(&str)) -> Result<bool, Failed> {
     let Some((saved, marks)) = store.record.lock().take() else {
-        return Ok(());
+        return Ok(false);
     };
     let meta = match &saved {
         Some(meta) => meta.clone(),
@@ -356,18 +389,21 @@ fn write_record(store: &Store, log: fn(&str)) -> Result<(), Failed> {
                 Ok(meta) => meta,
                 Err(e) => {
                     log(&format!("cannot add marks to {}: {e}", path.display()));
-                    return Ok(());
+                    return Ok(false);
                 }
             }
         }
     };
-    write_atomically(&store.dir, META_FILE, &encode_record(meta, marks)).map_err(|error| {
-        store.record.lock().put_back(saved);
-        Failed {
-            path: store.dir.join(META_FILE),
-            error,
-        }
-    })
+    let bytes = encode_record(meta, marks, store.text.as_deref());
+    write_atomically(&store.dir, META_FILE, &bytes)
+        .map(|()| true)
+        .map_err(|error| {
+            store.record.lock().put_back(saved);
+            Failed {
+                path: store.dir.join(META_FILE),
+                error,
+            }
+        })
 }
 
 /// A write the worker could not do (the disk is full, most likely).
@@ -403,21 +439,43 @@ impl Unwritten {
                 if strong.is_gone() {
                     return Ok(None);
                 }
-                if let Some(bytes) = &command {
-                    if let Err(error) = write_atomically(&strong.dir, COMMAND_FILE, bytes) {
-                        let path = strong.dir.join(COMMAND_FILE);
-                        return Err((Unwritten::Store { store, command }, Failed { path, error }));
+                let command_file = |bytes: &[u8]| {
+                    write_atomically(&strong.dir, COMMAND_FILE, bytes).map_err(|error| Failed {
+                        path: strong.dir.join(COMMAND_FILE),
+                        error,
+                    })
+                };
+                // A text the record carries has no file of its own, once a record is
+                // written; any other text is written before the record, which a
+                // restart cannot read back without it.
+                let carried = strong.text.is_some();
+                if let Some(bytes) = command.as_ref().filter(|_| !carried) {
+                    if let Err(failed) = command_file(bytes) {
+                        return Err((Unwritten::Store { store, command }, failed));
                     }
                 }
                 match write_record(&strong, log) {
-                    Ok(()) => Ok(Some(strong.dir.clone())),
-                    Err(failed) => Err((
-                        Unwritten::Store {
+                    Ok(written) => {
+                        if let Some(bytes) = command.as_ref().filter(|_| carried && !written) {
+                            if let Err(failed) = command_file(bytes) {
+                                return Err((Unwritten::Store { store, command }, failed));
+                            }
+                        }
+                        Ok(Some(strong.dir.clone()))
+                    }
+                    Err(failed) => {
+                        // The record that was to carry the text waits: the text gets
+                        // its own file after all (a small file may still fit), so a
+                        // driver that stops before the record is written leaves it.
+                        if let Some(bytes) = command.as_ref().filter(|_| carried) {
+                            let _ = command_file(bytes);
+                        }
+                        let item = Unwritten::Store {
                             store,
                             command: None,
-                        },
-                        failed,
-                    )),
+                        };
+                        Err((item, failed))
+                    }
                 }
             }
             Unwritten::Left { dir, mut files } => {
@@ -632,7 +690,14 @@ impl Spool {
         self.shared.registry.lock().evicted
     }
 
-    fn new_store(&self, dir: PathBuf, bytes: u64, finished: bool, last_read: u64) -> Arc<Store> {
+    fn new_store(
+        &self,
+        dir: PathBuf,
+        bytes: u64,
+        finished: bool,
+        last_read: u64,
+        text: Option<Box<str>>,
+    ) -> Arc<Store> {
         let mut registry = self.shared.registry.lock();
         registry.next_id += 1;
         let store = Arc::new(Store {
@@ -648,6 +713,7 @@ impl Spool {
             pending: Mutex::new(None),
             record: Mutex::new(Record::default()),
             unwritten: Mutex::new(None),
+            text,
         });
         registry.used += bytes;
         registry.stores.insert(store.id, Arc::downgrade(&store));
@@ -680,7 +746,7 @@ impl Spool {
 
     /// A new store for `text` whose first files the worker writes when they are due.
     fn unwritten_store(&self, name: &str, text: &[u8], finished: bool) -> Arc<Store> {
-        let store = self.new_store(self.fresh_dir(name), 0, finished, now_ms());
+        let store = self.new_store(self.fresh_dir(name), 0, finished, now_ms(), in_record(text));
         *store.unwritten.lock() = Some(text.to_vec());
         let due = Instant::now() + self.first_write_delay;
         self.shared.send(Task::Defer(Arc::downgrade(&store), due));
@@ -875,7 +941,7 @@ impl Spool {
         // Output that cannot be read back (a damaged index) is not shown.
         let header = header.ok().flatten();
         let disk = header.as_ref().map_or(0, Capture::disk_bytes);
-        let store = self.new_store(dir.to_path_buf(), disk, true, now_ms());
+        let store = self.new_store(dir.to_path_buf(), disk, true, now_ms(), None);
         let mut capture = Capture::new(
             self.clone(),
             name,
@@ -913,12 +979,22 @@ impl Spool {
             Some(Value::Object(marks)) => marks,
             Some(_) => return Err(format!("the marks in {META_FILE} are not an object")),
         };
-        // A record restored without its text (see `restore_lost`) has none.
-        let command = match std::fs::read(dir.join(COMMAND_FILE)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && meta[RECORD_LOST_KEY] == true => {
+        // The text is in the record or in a file of its own; a record restored
+        // without its text (see `restore_lost`) has none.
+        let text: Option<Box<str>> =
+            match meta.as_object_mut().and_then(|map| map.remove(COMMAND_KEY)) {
+                None => None,
+                Some(Value::String(text)) => Some(text.into()),
+                Some(_) => return Err(format!("the command in {META_FILE} is not a string")),
+            };
+        let command = match (&text, std::fs::read(dir.join(COMMAND_FILE))) {
+            (Some(text), _) => text.as_bytes().to_vec(),
+            (None, Err(e))
+                if e.kind() == std::io::ErrorKind::NotFound && meta[RECORD_LOST_KEY] == true =>
+            {
                 Vec::new()
             }
-            read => read.map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?,
+            (None, read) => read.map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?,
         };
         let last_read = modified(&meta_path)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -935,7 +1011,7 @@ impl Spool {
         let name = meta["name"].as_str().unwrap_or_default().to_string();
         let Some(header) = read_header(dir)? else {
             // A refused command, or one that never wrote a byte.
-            let store = self.new_store(dir.to_path_buf(), 0, true, last_read);
+            let store = self.new_store(dir.to_path_buf(), 0, true, last_read, text);
             store.record.lock().marks = marks.clone();
             let capture = (meta.get("denied").is_none()).then(|| {
                 let header = self.fresh_header();
@@ -953,7 +1029,7 @@ impl Spool {
             });
         };
         let disk = Capture::disk_bytes(&header);
-        let store = self.new_store(dir.to_path_buf(), disk, true, last_read);
+        let store = self.new_store(dir.to_path_buf(), disk, true, last_read, text);
         store.record.lock().marks = marks.clone();
         let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
         capture.seal();

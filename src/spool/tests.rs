@@ -247,19 +247,40 @@ fn a_restart_brings_back_output_and_records() {
             b"sudo x",
             serde_json::json!({"name": "nope", "denied": "no"}),
         );
+        // Texts the record cannot carry (not UTF-8, or long) keep a file of their own.
+        let odd = spool.keep_record(
+            "odd",
+            b"echo \xff",
+            serde_json::json!({"name": "odd", "denied": "no"}),
+        );
+        let long = spool.keep_record(
+            "long",
+            &[b'x'; IN_RECORD_MAX + 1],
+            serde_json::json!({"name": "long", "denied": "no"}),
+        );
         spool.sync();
-        drop(refused);
+        assert_eq!(names_in(refused.dir()), ["meta.json"]);
+        assert_eq!(record_in(refused.dir())["command"], "sudo x");
+        for store in [&odd, &long] {
+            assert_eq!(names_in(store.dir()), ["command", "meta.json"]);
+            assert!(record_in(store.dir()).get("command").is_none());
+        }
+        drop((refused, odd, long));
         drop(capture);
     }
     let spool = spool_in(&dir.path().join("state"), 64, u64::MAX);
     let mut restored = spool.restore();
     restored.sort_by_key(|r| r.meta["name"].as_str().unwrap().to_string());
-    assert_eq!(restored.len(), 2);
+    assert_eq!(restored.len(), 4);
     assert_eq!(restored[0].command, b"make all");
     assert_eq!(restored[0].meta["status"], "done");
+    assert!(restored[0].meta.get("command").is_none(), "the text apart");
     check(restored[0].capture.as_ref().unwrap(), &model, 64);
-    assert!(restored[1].capture.is_none());
-    assert_eq!(restored[1].meta["denied"], "no");
+    assert_eq!(restored[1].command, [b'x'; IN_RECORD_MAX + 1]);
+    assert!(restored[2].capture.is_none());
+    assert_eq!(restored[2].meta["denied"], "no");
+    assert_eq!(restored[2].command, b"sudo x");
+    assert_eq!(restored[3].command, b"echo \xff");
     assert!(spool.used() > 0);
 }
 
@@ -390,7 +411,7 @@ fn a_store_let_go_while_the_budget_looks_at_it_deadlocks_nothing() {
     let looker = {
         let (spool, stop, rounds) = (spool.clone(), stop.clone(), rounds.clone());
         std::thread::spawn(move || {
-            let own = spool.new_store(spool.fresh_dir("looker"), 0, false, now_ms());
+            let own = spool.new_store(spool.fresh_dir("looker"), 0, false, now_ms(), None);
             while !stop.load(Ordering::SeqCst) {
                 let _ = spool.reserve(&own, 1);
                 rounds.fetch_add(1, Ordering::SeqCst);
@@ -402,7 +423,7 @@ fn a_store_let_go_while_the_budget_looks_at_it_deadlocks_nothing() {
         let (spool, stop) = (spool.clone(), stop.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
-                let store = spool.new_store(spool.fresh_dir("brief"), 0, false, now_ms());
+                let store = spool.new_store(spool.fresh_dir("brief"), 0, false, now_ms(), None);
                 // Held a moment, so that the budget may be looking at it when it goes.
                 for _ in 0..1000 {
                     std::hint::black_box(&store);
@@ -493,16 +514,17 @@ fn a_short_command_writes_its_command_and_newest_record_once() {
 
     // Due (here: a sync): one directory, one command, one record, the newest.
     spool.sync();
-    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
-    assert_eq!(std::fs::read(store_dir.join("command")).unwrap(), b"true");
+    assert_eq!(names_in(&store_dir), ["meta.json"]);
+    assert_eq!(record_in(&store_dir)["command"], "true");
     assert_eq!(record_in(&store_dir)["status"], "done");
 
     // Later records replace it atomically, leaving no temporary file.
     let first = std::fs::metadata(store_dir.join(META_FILE)).unwrap().ino();
     capture.save(&serde_json::json!({"name": "short", "status": "read again"}));
     spool.settled();
-    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
+    assert_eq!(names_in(&store_dir), ["meta.json"]);
     assert_eq!(record_in(&store_dir)["status"], "read again");
+    assert_eq!(record_in(&store_dir)["command"], "true");
     let second = std::fs::metadata(store_dir.join(META_FILE)).unwrap().ino();
     assert_ne!(first, second, "renamed over, not rewritten in place");
 }
@@ -519,12 +541,9 @@ fn a_command_older_than_the_delay_has_its_record_on_disk_while_it_runs() {
     while !store_dir.join(META_FILE).exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(names_in(&store_dir), ["command", "meta.json"]);
+    assert_eq!(names_in(&store_dir), ["meta.json"]);
     assert_eq!(record_in(&store_dir)["status"], "running");
-    assert_eq!(
-        std::fs::read(store_dir.join("command")).unwrap(),
-        b"sleep 300"
-    );
+    assert_eq!(record_in(&store_dir)["command"], "sleep 300");
 }
 
 #[test]
@@ -541,11 +560,12 @@ fn output_a_sync_a_stamp_and_a_store_let_go_write_first_files_early() {
     let loud_dir = loud.store().dir().to_path_buf();
     assert_eq!(
         names_in(&loud_dir),
-        ["command", "meta.json", "output.idx", "stderr", "stdout"]
+        ["meta.json", "output.idx", "stderr", "stdout"]
     );
     assert_eq!(record_in(&loud_dir), {
         let mut want = start.clone();
         want["version"] = META_VERSION.into();
+        want["command"] = "echo hi".into();
         want
     });
 
@@ -558,7 +578,7 @@ fn output_a_sync_a_stamp_and_a_store_let_go_write_first_files_early() {
     spool.save_last_read(quiet.store());
     spool.settled();
     let quiet_dir = quiet.store().dir().to_path_buf();
-    assert_eq!(names_in(&quiet_dir), ["command", "meta.json"]);
+    assert_eq!(names_in(&quiet_dir), ["meta.json"]);
     let stamped = std::fs::metadata(quiet_dir.join(META_FILE))
         .unwrap()
         .modified()
@@ -574,8 +594,9 @@ fn output_a_sync_a_stamp_and_a_store_let_go_write_first_files_early() {
     let refused_dir = refused.dir().to_path_buf();
     drop(refused);
     spool.settled();
-    assert_eq!(names_in(&refused_dir), ["command", "meta.json"]);
+    assert_eq!(names_in(&refused_dir), ["meta.json"]);
     assert_eq!(record_in(&refused_dir)["denied"], "no");
+    assert_eq!(record_in(&refused_dir)["command"], "sudo x");
 
     // A sync writes every waiting store.
     let waiting = spool.capture("waiting", b"sleep 1");
@@ -670,6 +691,7 @@ fn marks_outlive_later_saves_and_come_back_after_a_restart() {
     spool.sync();
     let again = record_in(&job_dir);
     assert_eq!(again["status"], "done");
+    assert!(again["command"].is_string(), "{again}");
     assert_eq!(again["name"], "pinned");
     assert_eq!(
         again["marks"],
@@ -779,6 +801,7 @@ fn a_record_that_cannot_be_written_is_written_once_there_may_be_room() {
     spool.sync();
     let record: Value = serde_json::from_slice(&std::fs::read(&blocker).unwrap()).unwrap();
     assert_eq!(record["round"], 2);
+    assert_eq!(record["command"], "echo a");
     assert_eq!(
         logged_about(stuck.store().dir(), "that could not be written before"),
         1
@@ -808,7 +831,9 @@ fn a_directory_without_its_record_comes_back_as_lost() {
         spool.sync();
         capture.store().dir().to_path_buf()
     };
+    // As a record the disk refused leaves it: the text in a file of its own.
     std::fs::remove_file(lost.join(META_FILE)).unwrap();
+    std::fs::write(lost.join(COMMAND_FILE), "echo hi").unwrap();
     let empty = state.join("empty.18ed41a184f89c730");
     std::fs::create_dir(&empty).unwrap();
     let spool = spool_in(&state, 1 << 20, u64::MAX);
