@@ -52,10 +52,7 @@ fn detached(path: &Path, mount_point: &Path, seen: &mut bool) -> bool {
     #[cfg(target_os = "linux")]
     {
         let _ = path;
-        let Ok(list) = std::fs::read("/proc/self/mountinfo") else {
-            return false;
-        };
-        let listed = lists_mount_point(&list, mount_point);
+        let listed = crate::mounts::find(&crate::mounts::read_list(), mount_point).is_some();
         let gone = *seen && !listed;
         *seen |= listed;
         gone
@@ -67,78 +64,136 @@ fn detached(path: &Path, mount_point: &Path, seen: &mut bool) -> bool {
     }
 }
 
-/// Whether `/proc/self/mountinfo` text `list` has a mount at `mount_point` (its fifth
-/// field, where a space, tab, newline or backslash is written in octal: `\040`).
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn lists_mount_point(list: &[u8], mount_point: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let wanted = mount_point.as_os_str().as_bytes();
-    list.split(|&b| b == b'\n')
-        .filter_map(|line| line.split(|&b| b == b' ').nth(4))
-        .any(|field| unescape_octal(field) == wanted)
-}
-
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-fn unescape_octal(field: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(field.len());
-    let mut i = 0;
-    while i < field.len() {
-        let digits = field
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)));
-        match (field[i], digits) {
-            (b'\\', Some(d)) => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
 /// `terminalfs --unmount`: unmounts whatever is at `path` (a live driver then stops
-/// its commands itself; a crashed one's leftovers are reaped here). Returns a sentence
-/// for the user. Safe to call when nothing is mounted.
-pub fn clean_up(path: &Path) -> Result<String, String> {
-    let state = mount_state(path);
-    let unmounted = unmount(path)?;
-    let mut message = if unmounted {
-        format!("unmounted {}", path.display())
-    } else {
-        format!("nothing was mounted at {}", path.display())
-    };
-    if state != MountState::Live {
-        let reaped =
-            crate::supervisor::cgroup::reap_leftovers(&crate::supervisor::cgroup::tag_for(path));
-        if reaped > 0 {
-            message.push_str(&format!(
-                "; stopped {reaped} process(es) a crashed driver left running"
-            ));
+/// its commands itself; a crashed one's leftovers are reaped here). On Linux, a FUSE
+/// mount's connection is then given `patience` to end (its driver answers what waits,
+/// stops its commands and exits) and is aborted if it has not, or at once with
+/// `force`. Returns a sentence for the user saying what was done. Safe to call when
+/// nothing is mounted.
+pub fn clean_up(path: &Path, force: bool, patience: Duration) -> Result<String, String> {
+    #[cfg(target_os = "linux")]
+    let mut message = unmount(path, force, patience)?;
+    #[cfg(not(target_os = "linux"))]
+    let mut message = {
+        // macOS unmounts with force always, and has no fusectl to watch.
+        let _ = (force, patience);
+        if unmount(path)? {
+            format!("unmounted {}", path.display())
+        } else {
+            format!("nothing was mounted at {}", path.display())
         }
+    };
+    // Only drivers that no longer run lose what is left in their cgroups.
+    let reaped =
+        crate::supervisor::cgroup::reap_leftovers(&crate::supervisor::cgroup::tag_for(path));
+    if reaped > 0 {
+        message.push_str(&format!(
+            "; stopped {reaped} process(es) a crashed driver left running"
+        ));
+    }
+    Ok(message)
+}
+
+/// Polls `done` every 20 ms for up to `limit`; whether it held.
+fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The Linux `--unmount`. Nothing here looks at the mount point itself (a `stat` is a
+/// request to its driver, and one that does not answer would keep this process
+/// waiting for ever): the mount is found in the kernel's list, detached lazily (which
+/// asks the driver nothing), and watched through its connection in fusectl.
+#[cfg(target_os = "linux")]
+fn unmount(path: &Path, force: bool, patience: Duration) -> Result<String, String> {
+    use crate::mounts::{find, listed_name, read_list, Connection};
+    let listed = listed_name(path);
+    let shown = path.display();
+    let Some(entry) = find(&read_list(), &listed) else {
+        return Ok(format!("nothing was mounted at {shown}"));
+    };
+    // Opened while the list shows the mount, before and after: the number is then this
+    // mount's (one is reused only once its mount is gone), and the held directory stays
+    // this connection's.
+    let connection = if entry.is_fuse() {
+        Connection::open(entry.device).and_then(|connection| match find(&read_list(), &listed) {
+            Some(now) if now.device == entry.device => Ok(connection),
+            _ => Err("the mount changed while it was looked up".to_string()),
+        })
+    } else {
+        Err(format!("it is no FUSE mount but {}", entry.fstype))
+    };
+    detach(&listed)?;
+    if !within(Duration::from_secs(5), || {
+        find(&read_list(), &listed).is_none()
+    }) {
+        return Err(format!("{shown} is still mounted after unmounting it"));
+    }
+    let mut message = format!("unmounted {shown}");
+    let connection = match connection {
+        Ok(connection) => connection,
+        Err(why) if entry.is_fuse() => {
+            message.push_str(&format!(
+                "; its FUSE connection cannot be watched or aborted ({why}): if its driver \
+                 does not answer, abort it as root with `echo 1 > {}/{}/abort`",
+                crate::mounts::FUSECTL,
+                entry.device
+            ));
+            return if force { Err(message) } else { Ok(message) };
+        }
+        Err(_) => return Ok(message),
+    };
+    if connection.mounted_fusectl {
+        message.push_str(&format!("; mounted fusectl at {}", crate::mounts::FUSECTL));
+    }
+    if !force && within(patience, || connection.gone()) {
+        return Ok(message);
+    }
+    connection.abort().map_err(|e| format!("{message}; {e}"))?;
+    let file = connection.abort_path();
+    if force {
+        message.push_str(&format!(
+            "; aborted its FUSE connection ({}): whatever waited on it got an error",
+            file.display()
+        ));
+    } else {
+        message.push_str(&format!(
+            "; its FUSE connection was still in use {} s later (a driver that does not \
+             answer, or a process holding a file of it), so it was aborted ({}): whatever \
+             waited on it got an error",
+            patience.as_secs_f32(),
+            file.display()
+        ));
+    }
+    if !within(Duration::from_secs(5), || connection.gone()) {
+        message.push_str("; files still open on it fail until they are closed");
     }
     Ok(message)
 }
 
 /// Unmounts whatever is at `path` (live or stale). Returns whether anything was there.
 /// Safe to call when nothing is mounted.
-pub fn unmount(path: &Path) -> Result<bool, String> {
+#[cfg(not(target_os = "linux"))]
+fn unmount(path: &Path) -> Result<bool, String> {
     if mount_state(path) == MountState::NotMounted {
         return Ok(false);
     }
     detach(path)?;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while mount_state(path) != MountState::NotMounted {
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{} is still mounted after unmounting it",
-                path.display()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if !within(Duration::from_secs(5), || {
+        mount_state(path) == MountState::NotMounted
+    }) {
+        return Err(format!(
+            "{} is still mounted after unmounting it",
+            path.display()
+        ));
     }
     Ok(true)
 }
@@ -615,21 +670,6 @@ fn serve(
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
-
-    #[test]
-    fn a_mount_point_is_found_in_the_kernels_list_with_its_escapes_undone() {
-        let list = b"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n\
-            97 22 0:52 / /tmp/a\\040b\\134c rw,nosuid - fuse.terminalfs terminalfs rw\n\
-            98 22 0:53 / /tmp/plain rw - fuse.terminalfs terminalfs rw\n";
-        assert!(lists_mount_point(list, Path::new("/tmp/a b\\c")));
-        assert!(lists_mount_point(list, Path::new("/tmp/plain")));
-        assert!(lists_mount_point(list, Path::new("/")));
-        assert!(!lists_mount_point(list, Path::new("/tmp/a")));
-        assert!(!lists_mount_point(list, Path::new("/tmp/a\\040b\\134c")));
-        assert!(!lists_mount_point(b"", Path::new("/tmp/plain")));
-        // A backslash not followed by three octal digits is itself.
-        assert_eq!(unescape_octal(b"x\\09y\\"), b"x\\09y\\");
-    }
 
     #[test]
     fn the_readiness_pipe_is_closed_on_exec() {

@@ -68,9 +68,17 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", num_args = 0..=1, conflicts_with = "unmount")]
     pub init_settings: Option<Option<PathBuf>>,
 
-    /// Unmount the tree at --path (live or left behind by a crash) and exit
+    /// Unmount the tree at --path (live or left behind by a crash) and exit. On Linux it
+    /// then waits up to --kill-grace plus 5 s for the mount's driver to let go, and
+    /// aborts its FUSE connection if it has not (a driver that does not answer): what
+    /// waited on the mount gets an error
     #[arg(long)]
     pub unmount: bool,
+
+    /// With --unmount: abort the mount's FUSE connection at once, without waiting for
+    /// its driver (Linux; macOS always unmounts with force)
+    #[arg(long, requires = "unmount")]
+    pub force: bool,
 
     /// Shell that runs each command as `<shell> -c <text>` [default: $SHELL, else /bin/sh]
     #[arg(long, value_name = "PATH")]
@@ -114,7 +122,7 @@ pub struct Cli {
 
     /// Time between SIGTERM and SIGKILL when a command is stopped
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration)]
-    pub(crate) kill_grace: Duration,
+    pub kill_grace: Duration,
 
     /// Run only commands whose every simple command matches an allow rule
     #[arg(long)]

@@ -8,6 +8,7 @@ pub(crate) mod config;
 pub(crate) mod fs;
 pub(crate) mod fuse;
 pub(crate) mod log;
+pub(crate) mod mounts;
 pub(crate) mod policy;
 pub(crate) mod selftest;
 pub(crate) mod spool;

@@ -80,7 +80,12 @@ fn run(cli: &Cli) -> Result<(), String> {
     }
     if cli.unmount {
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
-        println!("terminalfs: {}", terminalfs::clean_up(&path)?);
+        // A driver stops its commands within its kill grace; 5 s more for the rest.
+        let patience = cli.kill_grace + std::time::Duration::from_secs(5);
+        println!(
+            "terminalfs: {}",
+            terminalfs::clean_up(&path, cli.force, patience)?
+        );
         return Ok(());
     }
     let config = Config::from_cli(cli)?;

@@ -189,6 +189,182 @@ fn unmount_stops_a_live_driver() {
         .wait_exit(Duration::from_secs(20))
         .expect("driver exits when unmounted");
     assert_eq!(status.code(), Some(0));
+    // A driver that answers is let go of, never aborted.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("unmounted"), "{said}");
+    assert!(!said.contains("abort"), "{said}");
+}
+
+/// Sends SIGCONT to a driver stopped on purpose when dropped (before its `Mount`), and
+/// SIGKILLs the readers it holds, so a failing test leaves nothing stopped or blocked.
+#[cfg(target_os = "linux")]
+struct Stopped {
+    driver: i32,
+    readers: Vec<std::process::Child>,
+}
+
+#[cfg(target_os = "linux")]
+impl Stopped {
+    /// SIGSTOPs `driver` and waits until every thread of it has stopped: from then on
+    /// it takes and answers no request.
+    fn driver(driver: u32) -> Stopped {
+        let driver = driver as i32;
+        // SAFETY: signalling the test's own driver.
+        unsafe {
+            libc::kill(driver, libc::SIGSTOP);
+        }
+        let stopped = Stopped {
+            driver,
+            readers: Vec::new(),
+        };
+        let tasks = format!("/proc/{driver}/task");
+        let all_stopped = wait_until(Duration::from_secs(10), || {
+            std::fs::read_dir(&tasks).is_ok_and(|entries| {
+                entries.flatten().all(|task| {
+                    std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+                        stat.rsplit(')')
+                            .next()
+                            .and_then(|s| s.split_whitespace().next())
+                            == Some("T")
+                    })
+                })
+            })
+        });
+        assert!(all_stopped, "the driver never stopped");
+        stopped
+    }
+
+    /// Waits until every reader has exited; their statuses, or None past `limit`.
+    fn readers_exit(&mut self, limit: Duration) -> Option<Vec<std::process::ExitStatus>> {
+        let mut done = Vec::new();
+        let ended = wait_until(limit, || {
+            done = self
+                .readers
+                .iter_mut()
+                .filter_map(|reader| reader.try_wait().ok().flatten())
+                .collect();
+            done.len() == self.readers.len()
+        });
+        ended.then_some(done)
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: signalling the test's own driver.
+        unsafe {
+            libc::kill(self.driver, libc::SIGCONT);
+        }
+        for reader in &mut self.readers {
+            let _ = reader.kill();
+            let _ = reader.wait();
+        }
+    }
+}
+
+/// Runs `terminalfs --unmount` with `extra` flags, killing it (and failing) past a
+/// minute: an unmount that hangs is the failure this guards against.
+#[cfg(target_os = "linux")]
+fn unmount_within_a_minute(path: &std::path::Path, extra: &[&str]) -> String {
+    let mut unmount = Command::new(BIN)
+        .arg("--unmount")
+        .arg("--path")
+        .arg(path)
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    wait_until(Duration::from_secs(60), || {
+        status = unmount.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = unmount.kill();
+    }
+    let out = unmount.wait_with_output().unwrap();
+    assert!(status.is_some(), "--unmount hung");
+    succeeded(&out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A reader of `file` under the mount, as a process of its own (a thread blocked on a
+/// mount that does not answer could never be stopped).
+#[cfg(target_os = "linux")]
+fn reader(file: std::path::PathBuf) -> std::process::Child {
+    Command::new("cat")
+        .arg(file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn unmount_aborts_a_driver_that_does_not_answer_and_frees_its_readers() {
+    let mut mount = Mount::start();
+    mount.ok("echo 'sleep 300' > $M/ctl/long");
+    mount.holds("cmd/long/status", "running");
+    // One reader parked by the driver (a `wait`), one whose open the driver never takes.
+    let mut parked = reader(mount.p("cmd/long/wait"));
+    if !crate::common::wait_in_read(parked.id() as i32) {
+        let _ = parked.kill();
+        let _ = parked.wait();
+        panic!("cat never blocked reading wait");
+    }
+    let mut stopped = Stopped::driver(mount.pid());
+    stopped.readers.push(parked);
+    let blocked = reader(mount.p("index.md"));
+    let blocked_pid = blocked.id() as i32;
+    stopped.readers.push(blocked);
+    assert!(
+        crate::common::wait_in_open(blocked_pid),
+        "cat never blocked opening index.md"
+    );
+    // The unmount's wait for the driver is --kill-grace plus 5 s.
+    let said = unmount_within_a_minute(&mount.path, &["--kill-grace", "1s"]);
+    assert!(said.contains("so it was aborted"), "{said}");
+    assert!(!mount.is_mounted());
+    let statuses = stopped
+        .readers_exit(Duration::from_secs(30))
+        .expect("the blocked readers return once the connection is aborted");
+    for status in statuses {
+        assert!(
+            !status.success(),
+            "a reader of an aborted mount read it all"
+        );
+    }
+    // Resumed, the driver finds its session ended, stops its command and exits.
+    drop(stopped);
+    let status = mount
+        .wait_exit(Duration::from_secs(30))
+        .expect("the resumed driver exits");
+    assert_eq!(status.code(), Some(0));
+    assert!(mount.log().contains("stopping 1 running command(s)"));
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn unmount_force_aborts_at_once() {
+    let mut mount = Mount::start();
+    let mut stopped = Stopped::driver(mount.pid());
+    stopped.readers.push(reader(mount.p("index.md")));
+    assert!(crate::common::wait_in_open(stopped.readers[0].id() as i32));
+    let said = unmount_within_a_minute(&mount.path, &["--force"]);
+    assert!(said.contains("aborted its FUSE connection"), "{said}");
+    assert!(!said.contains("still in use"), "{said}");
+    assert!(!mount.is_mounted());
+    let statuses = stopped
+        .readers_exit(Duration::from_secs(30))
+        .expect("the blocked reader returns once the connection is aborted");
+    assert!(!statuses[0].success());
+    drop(stopped);
+    assert!(mount.wait_exit(Duration::from_secs(30)).is_some());
 }
 
 #[test]

@@ -91,19 +91,9 @@ pub struct CommandCgroup {
 
 /// Finds the cgroup2 mount point in mountinfo text.
 pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
-    mountinfo.lines().find_map(|line| {
-        let (left, right) = line.split_once(" - ")?;
-        let fstype = right.split_whitespace().next()?;
-        let mount_point = left.split_whitespace().nth(4)?;
-        (fstype == "cgroup2").then(|| PathBuf::from(unescape_mountinfo(mount_point)))
-    })
-}
-
-fn unescape_mountinfo(text: &str) -> String {
-    text.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
+    crate::mounts::entries(mountinfo.as_bytes())
+        .find(|entry| entry.fstype == "cgroup2")
+        .map(|entry| entry.mount_point)
 }
 
 /// The unified-hierarchy cgroup of the process, from `/proc/self/cgroup` text.

@@ -456,8 +456,21 @@ impl Drop for Reaper {
 /// Whether thread or process `id` (a pid, or a tid of this process) sits in read(2)
 /// right now, from `/proc/<id>/syscall` (or `/proc/self/task/<id>/syscall`).
 fn in_read(syscall_file: &str) -> bool {
+    in_syscall(syscall_file, libc::SYS_read)
+}
+
+#[cfg(target_os = "linux")]
+fn in_syscall(syscall_file: &str, number: libc::c_long) -> bool {
     std::fs::read_to_string(syscall_file)
-        .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_read.to_string()))
+        .is_ok_and(|s| s.split_whitespace().next() == Some(&number.to_string()))
+}
+
+#[cfg(target_os = "linux")]
+/// Waits (with a deadline) until process `pid` is blocked in openat(2).
+pub fn wait_in_open(pid: i32) -> bool {
+    wait_until(Duration::from_secs(10), || {
+        in_syscall(&format!("/proc/{pid}/syscall"), libc::SYS_openat)
+    })
 }
 
 #[cfg(target_os = "linux")]
