@@ -15,6 +15,7 @@
 
 use super::state::{Command, Run, State};
 use crate::policy::audit::rfc3339;
+use crate::supervisor::Standing;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -37,24 +38,25 @@ fn word_of(command: &Command) -> Option<(String, SystemTime)> {
     match &command.run {
         Run::Denied { .. } => Some(("denied".to_string(), command.created)),
         Run::Starting => None,
-        Run::Job(job) => {
-            let life = job.life();
-            Some(match life.outcome() {
-                Some(success) => {
-                    let word = if success { "completed" } else { "error" };
-                    let at = life.finished_at().unwrap_or_else(SystemTime::now);
-                    // No code is made up for a command whose end was never seen.
-                    match life.exit() {
-                        Some(exit) => (format!("{word} {}", exit.code), at),
-                        None => (word.to_string(), at),
-                    }
-                }
-                None if life.is_paused() => ("paused".to_string(), SystemTime::now()),
-                None => (
-                    "running".to_string(),
-                    life.started_at().unwrap_or_else(SystemTime::now),
-                ),
-            })
+        Run::Job(job) => Some(job_word(job.standing())),
+    }
+}
+
+/// The word of a command that has a job, and when it came to be.
+fn job_word(standing: Standing) -> (String, SystemTime) {
+    match standing {
+        Standing::Over { success, code, at } => {
+            let word = if success { "completed" } else { "error" };
+            let at = at.unwrap_or_else(SystemTime::now);
+            // No code is made up for a command whose end was never seen.
+            match code {
+                Some(code) => (format!("{word} {code}"), at),
+                None => (word.to_string(), at),
+            }
+        }
+        Standing::Running { paused: true, .. } => ("paused".to_string(), SystemTime::now()),
+        Standing::Running { since, .. } => {
+            ("running".to_string(), since.unwrap_or_else(SystemTime::now))
         }
     }
 }
@@ -117,5 +119,67 @@ impl Feed {
         let start = start.min(self.unread.len());
         let end = start.saturating_add(size).min(self.unread.len());
         Some(self.unread[start..end].to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn every_standing_has_its_word_and_time() {
+        let started = UNIX_EPOCH + Duration::from_secs(1_000);
+        let finished = started + Duration::from_secs(3);
+        let over = |success, code| Standing::Over {
+            success,
+            code,
+            at: Some(finished),
+        };
+        let running = Standing::Running {
+            since: Some(started),
+            paused: false,
+        };
+        for (standing, word, at) in [
+            (running, "running", started),
+            (over(true, Some(0)), "completed 0", finished),
+            (over(false, Some(3)), "error 3", finished),
+            (over(false, Some(143)), "error 143", finished),
+            (over(false, Some(0)), "error 0", finished),
+            (over(false, Some(-1)), "error -1", finished),
+            (over(false, None), "error", finished),
+        ] {
+            assert_eq!(job_word(standing), (word.to_string(), at), "{standing:?}");
+        }
+        // Times not known are now: a pause, a shell not spawned yet, an end not timed.
+        let before = SystemTime::now();
+        for (standing, word) in [
+            (
+                Standing::Running {
+                    since: Some(started),
+                    paused: true,
+                },
+                "paused",
+            ),
+            (
+                Standing::Running {
+                    since: None,
+                    paused: false,
+                },
+                "running",
+            ),
+            (
+                Standing::Over {
+                    success: false,
+                    code: None,
+                    at: None,
+                },
+                "error",
+            ),
+        ] {
+            let (said, at) = job_word(standing);
+            assert_eq!(said, word, "{standing:?}");
+            assert!(at >= before, "{standing:?}");
+        }
     }
 }

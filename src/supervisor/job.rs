@@ -282,6 +282,41 @@ impl Life {
     }
 }
 
+/// Where a command stands, in the few facts `/events` tells of it, read under the
+/// job's lock without copying its [`Life`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Its shell has not been reaped: since when it runs (None before its spawn), and
+    /// whether it is paused.
+    Running {
+        since: Option<SystemTime>,
+        paused: bool,
+    },
+    /// Its shell is over: whether it succeeded (see [`Life::outcome`]), its exit code
+    /// (None when its end was never seen) and when it finished.
+    Over {
+        success: bool,
+        code: Option<i32>,
+        at: Option<SystemTime>,
+    },
+}
+
+impl Life {
+    pub fn standing(&self) -> Standing {
+        match self.outcome() {
+            Some(success) => Standing::Over {
+                success,
+                code: self.exit().map(|exit| exit.code),
+                at: self.finished_at(),
+            },
+            None => Standing::Running {
+                since: self.started_at(),
+                paused: self.is_paused(),
+            },
+        }
+    }
+}
+
 /// What a command runs with: `<shell> -c <text>` in `cwd`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -650,6 +685,11 @@ impl Job {
     /// [`Job::life`] for the tree's tick, which asks it of every command.
     pub fn finished_at(&self) -> Option<SystemTime> {
         self.state.lock().life.finished_at()
+    }
+
+    /// Where it stands, for `/events`, which asks it of every command on every read.
+    pub fn standing(&self) -> Standing {
+        self.state.lock().life.standing()
     }
 
     pub(crate) fn kill_grace(&self) -> Duration {
@@ -1072,6 +1112,125 @@ mod tests {
         let signal = status.signal();
         let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
         job.mark_exited(exit(code, signal));
+    }
+
+    #[test]
+    fn a_standing_holds_what_the_life_says_in_every_stage() {
+        let started = UNIX_EPOCH + Duration::from_secs(1_000);
+        let finished = started + Duration::from_secs(3);
+        let shell = |paused| Shell {
+            pid: 41,
+            started_at: started,
+            since: Instant::now(),
+            paused,
+        };
+        let exit = |code| Exit {
+            code,
+            ..Exit::never_ran()
+        };
+        let done = |exit: Option<Exit>, end: End| {
+            Life::Done(Done {
+                pid: Some(41),
+                started_at: Some(started),
+                finished_at: Some(finished),
+                duration: Some(Duration::from_secs(3)),
+                exit,
+                end,
+            })
+        };
+        let running = |paused| Standing::Running {
+            since: Some(started),
+            paused,
+        };
+        let over = |success, code| Standing::Over {
+            success,
+            code,
+            at: Some(finished),
+        };
+        let kill = Stop::Kill("killed: SIGTERM written to its kill file".into());
+        let cases = [
+            (
+                Life::Starting,
+                Standing::Running {
+                    since: None,
+                    paused: false,
+                },
+            ),
+            (
+                Life::Running {
+                    shell: shell(false),
+                    signalled: None,
+                },
+                running(false),
+            ),
+            (
+                Life::Running {
+                    shell: shell(true),
+                    signalled: None,
+                },
+                running(true),
+            ),
+            (
+                Life::Stopping {
+                    shell: shell(false),
+                    why: kill.clone(),
+                },
+                running(false),
+            ),
+            (
+                Life::Stopping {
+                    shell: shell(true),
+                    why: Stop::Shutdown,
+                },
+                running(true),
+            ),
+            (
+                done(Some(exit(0)), End::Exited { note: None }),
+                over(true, Some(0)),
+            ),
+            (
+                done(Some(exit(3)), End::Exited { note: None }),
+                over(false, Some(3)),
+            ),
+            (
+                done(Some(exit(143)), End::Stopped(kill)),
+                over(false, Some(143)),
+            ),
+            (
+                done(
+                    Some(exit(0)),
+                    End::Stopped(Stop::Timeout("timed out".into())),
+                ),
+                over(false, Some(0)),
+            ),
+            (
+                done(Some(exit(-1)), End::NotStarted("no such shell".into())),
+                over(false, Some(-1)),
+            ),
+            (
+                done(Some(exit(0)), End::Interrupted { killed: true }),
+                over(false, Some(0)),
+            ),
+            (
+                done(None, End::Interrupted { killed: false }),
+                over(false, None),
+            ),
+        ];
+        for (life, standing) in cases {
+            assert_eq!(life.standing(), standing, "{life:?}");
+            // The same facts the life's own accessors give.
+            match standing {
+                Standing::Running { since, paused } => {
+                    assert_eq!(life.outcome(), None);
+                    assert_eq!((since, paused), (life.started_at(), life.is_paused()));
+                }
+                Standing::Over { success, code, at } => {
+                    assert_eq!(Some(success), life.outcome());
+                    assert_eq!(code, life.exit().map(|exit| exit.code));
+                    assert_eq!(at, life.finished_at());
+                }
+            }
+        }
     }
 
     #[test]

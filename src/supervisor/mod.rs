@@ -29,7 +29,7 @@ pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
 use job::Stop;
-pub use job::{Job, JobSnapshot, Stream, StreamBytes};
+pub use job::{Job, JobSnapshot, Standing, Stream, StreamBytes};
 pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
