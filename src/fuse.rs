@@ -42,6 +42,10 @@ use std::time::{Duration, Instant, SystemTime};
 const TTL: Duration = Duration::ZERO;
 /// How long the kernel may keep the entry of a fixed name.
 const FIXED_ENTRY_TTL: Duration = Duration::from_secs(3600);
+/// How long the kernel keeps attributes that never change (see [`Attr::steady`]):
+/// `cat wait` then opens and reads without asking for them. A command's files have
+/// inode numbers no later command reuses, so a kept attribute is never another's.
+const STEADY_ATTR_TTL: Duration = Duration::from_secs(60);
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
 /// How long a read of `cmd/index.md` or a listing of `cmd/` may wait for a draft to
@@ -708,13 +712,28 @@ fn reply_listing(mut reply: ReplyDirectory, offset: u64, entries: Vec<(u64, Kind
 fn reply_entry(reply: ReplyEntry, attr: &Attr, owner: (u32, u32)) {
     // A fixed name (`ctl`, `cmd`, the pages) always means the same inode, so the kernel
     // may keep the entry: every path through `ctl/` or `cmd/` then saves a lookup.
-    // Attributes are never kept, fixed or not.
+    // Attributes are kept only when they never change.
     let entry_ttl = if crate::fs::names::is_fixed(attr.ino) {
         FIXED_ENTRY_TTL
     } else {
         TTL
     };
-    reply.entry_with_ttls(&TTL, &entry_ttl, &file_attr(attr, owner), Generation(0));
+    reply.entry_with_ttls(
+        &attr_ttl(attr),
+        &entry_ttl,
+        &file_attr(attr, owner),
+        Generation(0),
+    );
+}
+
+/// How long the kernel may keep `attr`: 0 (sizes grow, `tail -f` needs the true
+/// one), unless it never changes.
+fn attr_ttl(attr: &Attr) -> Duration {
+    if attr.steady {
+        STEADY_ATTR_TTL
+    } else {
+        TTL
+    }
 }
 
 fn open_flags(direct_io: bool, flush: bool) -> FopenFlags {
@@ -793,7 +812,7 @@ impl Filesystem for Driver {
             );
         }
         match self.tree.getattr(ino.0, fh.map(|fh| fh.0)) {
-            Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
+            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr, self.owner())),
             Err(e) => reply.error(failed("getattr", format_args!("inode {}", ino.0), e)),
         }
     }

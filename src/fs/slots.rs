@@ -289,8 +289,12 @@ pub(super) fn stream_of(slot: Slot) -> Option<Stream> {
 pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
     let ino = super::names::file_ino(id, slot);
     let row = row_of(slot);
+    let steady = matches!(
+        row.how,
+        How::Follow | How::Wait | How::Kill | How::Input | How::Keys
+    );
     let (size, mtime) = match (row.how, &command.run) {
-        (How::Follow | How::Wait | How::Kill | How::Input | How::Keys, _) => (0, command.created),
+        _ if steady => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
             let size = View::whole().size(job, stream);
             let mtime = job.finished_at().unwrap_or_else(SystemTime::now);
@@ -301,7 +305,10 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
             command.created,
         ),
     };
-    Attr::new(ino, Kind::File, size, row.perm, mtime)
+    Attr {
+        steady,
+        ..Attr::new(ino, Kind::File, size, row.perm, mtime)
+    }
 }
 
 #[cfg(test)]

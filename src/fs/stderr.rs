@@ -31,6 +31,7 @@ impl Tree {
             mtime: now,
             ctime: now,
             blksize: 4096,
+            steady: false,
         }
     }
 

@@ -1228,3 +1228,22 @@ fn bytes_dropped_under_an_open_handle_read_as_a_notice_never_as_nul() {
     );
     rig.tree.release(fh);
 }
+
+#[test]
+fn only_blocking_files_have_attributes_the_kernel_may_keep() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "true");
+    for file in ["wait", "follow", "kill"] {
+        let attr = rig.found(dir, file).unwrap();
+        assert!(attr.steady, "{file}");
+        assert_eq!(attr.size, 0, "{file}");
+    }
+    rig.fake.finish("x", 0);
+    // Growing and rendered files change size: their attributes are asked for each time.
+    for file in ["stdout", "output", "status", "result.json", "command"] {
+        assert!(!rig.found(dir, file).unwrap().steady, "{file}");
+    }
+    // A blocking file reads the same once the command has ended.
+    assert_eq!(rig.found(dir, "wait").unwrap().size, 0);
+    assert!(rig.found(dir, "wait").unwrap().steady);
+}

@@ -64,6 +64,9 @@ pub struct Attr {
     pub mtime: SystemTime,
     pub ctime: SystemTime,
     pub blksize: u32,
+    /// These attributes hold for the inode's whole life (a blocking file's: size 0,
+    /// the command's start), so the kernel may keep them.
+    pub steady: bool,
 }
 
 impl Attr {
@@ -75,6 +78,7 @@ impl Attr {
             perm,
             mtime,
             ctime: mtime,
+            steady: false,
             blksize: if kind == Kind::File {
                 GROWING_BLKSIZE
             } else {
