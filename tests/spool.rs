@@ -559,6 +559,7 @@ fn ten_thousand_finished_commands_hold_no_descriptor() {
 #[test]
 fn a_command_lost_in_a_crash_has_no_made_up_exit_code_and_a_true_duration() {
     let mut mount = Mount::start();
+    assert_eq!(mount.run("done", "exit 3"), "error\n");
     let written = SystemTime::now();
     std::fs::write(mount.p("ctl/lost"), "echo started; exec sleep 300").unwrap();
     assert!(wait_until(Duration::from_secs(20), || {
@@ -598,8 +599,29 @@ fn a_command_lost_in_a_crash_has_no_made_up_exit_code_and_a_true_duration() {
         (1500..=most).contains(&duration),
         "it ran at least 1.5 s and at most {most} ms: {result}"
     );
-    let events = mount.ok("head -n 1 \"$M/events\"");
-    assert_eq!(events.split_once(' ').unwrap().1, "lost error\n");
+    // result.json says what `status`, `wait` and `reason` say.
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(
+        result["reason"], "the driver stopped while it ran",
+        "{result}"
+    );
+    // /events: the same word, with no code made up (one that ended on its own before
+    // the crash keeps its code), at the moment result.json says it finished.
+    let events = |mount: &Mount| -> Vec<(String, String)> {
+        mount
+            .ok("head -n 2 \"$M/events\"")
+            .lines()
+            .map(|line| {
+                let (at, rest) = line.split_once(' ').unwrap();
+                (at.to_string(), rest.to_string())
+            })
+            .collect()
+    };
+    let listed = events(&mount);
+    let words: Vec<&str> = listed.iter().map(|(_, rest)| rest.as_str()).collect();
+    assert_eq!(words, ["done error 3", "lost error"], "{listed:?}");
+    assert_eq!(result["finished_at"], listed[1].0.as_str(), "{result}");
+    assert_eq!(json(&mount, "cmd/done/result.json")["exitcode"], 3);
 
     // The next restart tells the same story.
     mount.stop();
@@ -608,6 +630,8 @@ fn a_command_lost_in_a_crash_has_no_made_up_exit_code_and_a_true_duration() {
     assert_eq!(again["duration_ms"], duration, "{again}");
     assert_eq!(again["finished_at"], result["finished_at"]);
     assert!(again["exitcode"].is_null());
+    assert_eq!(again["reason"], result["reason"]);
+    assert_eq!(events(&mount), listed);
 }
 
 /// Bytes of output the index header of `dir` says are stored.
@@ -1134,6 +1158,9 @@ fn a_record_a_full_disk_refused_is_written_later_or_restored_as_lost() {
     assert_eq!(mount.read("cmd/lost/status"), "error\n");
     let reason = mount.read("cmd/lost/reason");
     assert!(reason.contains("its record was lost"), "{reason}");
+    // Its exit status is unknown: /events makes up no code either.
+    let event = mount.ok("grep -m1 -E '^[^ ]+ lost ' \"$M/events\"");
+    assert_eq!(event.split_once(' ').unwrap().1, "lost error\n");
     assert!(
         mount.log().contains("without its record"),
         "{}",

@@ -1,6 +1,9 @@
 //! `/events`: one line per change of any command, `<RFC 3339 time> <name> <word>`,
 //! with the words `running`, `paused`, `completed <code>`, `error <code>`, `denied`
-//! and `removed`. Each open first lists every command's state, then streams changes.
+//! and `removed`; `error` alone for a command whose end no driver saw (it ran when its
+//! driver crashed, or its record was lost), as `status` and `wait` say `error` and
+//! `result.json` has no exit code. Each open first lists every command's state, then
+//! streams changes.
 //!
 //! A feed is a handle's memory of the state it last reported for each name; a read
 //! compares that with the tree now and turns every difference into a line. A read

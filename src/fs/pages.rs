@@ -407,7 +407,8 @@ pub fn skill(site: &Site) -> String {
          ## Wait for the first of several\n\n\
          `{m}/events` has one line per change of any command: `<time> <name> <word>`, with \
          the words `running`, `paused`, `completed <code>`, `error <code>`, `denied` and \
-         `removed`. Each open first lists every command as it is now, then waits for changes, \
+         `removed` (a bare `error` for a command whose end no driver saw, one that ran when \
+         the driver crashed: its `reason` says so, and it has no exit code). Each open first lists every command as it is now, then waits for changes, \
          and ends after {wait} seconds of silence, or {wait} seconds after it began even on a \
          busy mount (so `grep -r` over the mount ends; `tail -f` goes on past that end), so \
          wait in a loop:\n\n\
