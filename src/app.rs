@@ -460,7 +460,10 @@ pub fn run(config: Config) -> Result<(), String> {
             config.settings.display()
         ));
     }
-    let policy = Arc::new(Policy::load(&config.settings, config.allowlist)?);
+    let policy = Arc::new(
+        Policy::load(&config.settings, config.allowlist)?
+            .with_start_dir(&config.cwd, Some(&crate::policy::home_dir())),
+    );
     if !config.cwd.is_dir() {
         return Err(format!("--cwd {} is not a directory", config.cwd.display()));
     }

@@ -185,6 +185,11 @@ pub enum Subcommand {
         #[arg(long)]
         allowlist: bool,
 
+        /// The directory commands start in, as a mount's --cwd: relative path operands
+        /// are judged from there [default: the current directory]
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<PathBuf>,
+
         /// The command text, or - to read it from standard input
         #[arg(value_name = "TEXT")]
         text: String,

@@ -47,6 +47,16 @@ pub fn absolute(path: &Path) -> PathBuf {
     }
 }
 
+/// The directory commands start in: `dir` made absolute, else the current directory.
+pub fn working_dir(dir: Option<&Path>) -> Result<PathBuf, String> {
+    match dir {
+        Some(dir) => Ok(absolute(dir)),
+        None => {
+            std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
+        }
+    }
+}
+
 pub fn default_mount_path() -> PathBuf {
     home().join("mnt").join("terminalfs")
 }
@@ -62,11 +72,7 @@ impl Config {
                     .map(PathBuf::from)
             })
             .unwrap_or_else(|| PathBuf::from("/bin/sh"));
-        let cwd = match &cli.cwd {
-            Some(dir) => absolute(dir),
-            None => std::env::current_dir()
-                .map_err(|e| format!("cannot read the current directory: {e}"))?,
-        };
+        let cwd = working_dir(cli.cwd.as_deref())?;
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
         let state_dir = match &cli.state_dir {
             Some(dir) => absolute(dir),

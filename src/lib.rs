@@ -20,13 +20,13 @@ pub(crate) mod units;
 pub use app::{clean_up, run};
 /// The command line and the configuration built from it.
 pub use cli::{completion_script, man_page, Cli, Subcommand};
-pub use config::{absolute, default_mount_path, Config};
+pub use config::{absolute, default_mount_path, working_dir, Config};
 /// The shell model the deny list applies its rules to, and the whitespace rule its rules
 /// compare spellings by (the differential tests).
 pub use policy::rules::normalize;
 pub use policy::splitter::{split, Split};
 /// The deny list: the settings file and the check (`terminalfs check`, `benches/policy.rs`).
-pub use policy::{default_settings_json, default_settings_path, init_settings, Policy};
+pub use policy::{default_settings_json, default_settings_path, home_dir, init_settings, Policy};
 /// `terminalfs selftest`.
 pub use selftest::{run_all as selftest, Tally};
 /// The tag in the names of a mount's cgroups, for tools and tests that look for them.

@@ -3,7 +3,7 @@
 use clap::Parser;
 use std::io::{Read, Write};
 use std::path::Path;
-use terminalfs::{absolute, default_mount_path, Cli, Config, Policy, Subcommand};
+use terminalfs::{absolute, default_mount_path, working_dir, Cli, Config, Policy, Subcommand};
 
 fn main() {
     // The driver runs this binary again as its spawner process.
@@ -15,16 +15,19 @@ fn main() {
     if let Some(Subcommand::Check {
         settings,
         allowlist,
+        cwd,
         text,
     }) = &cli.command
     {
-        std::process::exit(match check(settings.as_deref(), *allowlist, text) {
-            Ok(allowed) => i32::from(!allowed),
-            Err(message) => {
-                report(&message);
-                2
-            }
-        });
+        std::process::exit(
+            match check(settings.as_deref(), *allowlist, cwd.as_deref(), text) {
+                Ok(allowed) => i32::from(!allowed),
+                Err(message) => {
+                    report(&message);
+                    2
+                }
+            },
+        );
     }
     let code = match run(&cli) {
         Ok(()) => 0,
@@ -93,10 +96,17 @@ fn run(cli: &Cli) -> Result<(), String> {
 }
 
 /// `terminalfs check`: prints the decision and returns whether the text would run.
-fn check(settings: Option<&Path>, allowlist: bool, text: &str) -> Result<bool, String> {
+/// Commands start in `cwd` (else the current directory), as in a mount's `--cwd`.
+fn check(
+    settings: Option<&Path>,
+    allowlist: bool,
+    cwd: Option<&Path>,
+    text: &str,
+) -> Result<bool, String> {
     let path =
         absolute(&settings.map_or_else(terminalfs::default_settings_path, Path::to_path_buf));
-    let policy = Policy::load(&path, allowlist)?;
+    let policy = Policy::load(&path, allowlist)?
+        .with_start_dir(&working_dir(cwd)?, Some(&terminalfs::home_dir()));
     let text = if text == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()

@@ -417,3 +417,69 @@ fn a_refused_write_is_audited_even_when_its_draft_is_removed_before_the_close() 
     assert_eq!(line["rule"], "Bash(sudo:*)");
     assert_eq!(line["command"], "sudo id ");
 }
+
+#[test]
+fn a_relative_operand_is_judged_from_the_directory_it_runs_in() {
+    // Everything these commands could delete lies in a directory of the test's own,
+    // named by the rule: were a refusal to fail, the test would lose only its files.
+    let target = tempfile::Builder::new()
+        .prefix("tfs-target-")
+        .tempdir()
+        .expect("a temporary directory");
+    let t = target.path().to_str().expect("a UTF-8 path").to_owned();
+    let dummy = target.path().join("dummy");
+    let junk = target.path().join("keep/junk");
+    std::fs::write(&dummy, "stays").expect("write dummy");
+    std::fs::create_dir(target.path().join("keep")).expect("create keep");
+    std::fs::write(&junk, "goes").expect("write junk");
+    let rule = format!("Bash(rm -r {t}/[*])");
+    let settings = serde_json::json!({ "permissions": { "deny": [rule] } }).to_string();
+    let mount = Mount::with(Options {
+        settings: &settings,
+        args: vec!["--cwd", &t],
+    });
+    let check = |command: &str| {
+        run_binary(&[
+            &"check",
+            &"--settings",
+            &mount.settings,
+            &"--cwd",
+            &t,
+            &command,
+        ])
+    };
+    let judged = format!("so '*' is judged as '{t}/*'");
+    for (name, command, why) in [
+        ("cd", format!("cd {t} && rm -rf *\n"), judged.clone()),
+        // The mount's --cwd is where a command starts.
+        ("start", "rm -rf *\n".to_owned(), judged.clone()),
+        (
+            "dotdot",
+            format!("cd {t}/keep; rm -fr ../*\n"),
+            format!("so '../*' is judged as '{t}/*'"),
+        ),
+    ] {
+        let written = std::fs::write(mount.p(&format!("ctl/{name}")), &command);
+        assert_eq!(errno_of(written), Some(libc::EPERM), "{command:?}");
+        let reason = mount.holds(&format!("cmd/{name}/reason"), &why);
+        assert!(reason.contains(&format!("'{rule}'")), "{reason}");
+        assert_eq!(mount.read(&format!("cmd/{name}/status")), "denied\n");
+        assert!(dummy.exists() && junk.exists(), "{command:?} ran");
+
+        // `check` makes the mount's decision, from the same starting directory.
+        let out = check(&command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            printed.contains(&format!("reason: {reason}")),
+            "{printed}\n{reason}"
+        );
+        assert!(printed.contains("    judged as: rm -"), "{printed}");
+    }
+    // What the same command names in another directory runs.
+    let inside = format!("cd {t}/keep && rm -rf *");
+    assert_eq!(mount.run("inside", &inside), "completed\n");
+    assert!(!junk.exists(), "the allowed command did not run");
+    assert!(dummy.exists());
+    succeeded(&check(&inside));
+}

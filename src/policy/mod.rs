@@ -10,6 +10,15 @@
 //! crudely (absurd nesting, see [`splitter::MAX_DEPTH`]) is refused next; then, under
 //! `--allowlist`, every simple command must match an allow rule. None of this is a sandbox: it catches the
 //! commands an agent should not run by mistake, not an adversary.
+//!
+//! Where the directory a simple command runs in is known ([`SimpleCommand::dir`]: the
+//! starting directory, [`Policy::with_start_dir`], as changed by the `cd`s before it),
+//! its relative path operands are also judged as the absolute paths they name, for the
+//! commands read option-aware whose operands are paths (`rm`, `chmod`, `chown`, `chgrp`):
+//! deny and ask rules see `cd / && rm -rf *` as `rm -rf /*` too, and `cd /etc && rm -rf
+//! ..` as `rm -rf /`, and the reason says what the operand was judged as. Allow rules
+//! are matched against the command as written only: a directory taken as reached by a
+//! `cd` that may fail must not let a command run.
 
 pub mod audit;
 pub mod directives;
@@ -33,7 +42,9 @@ use parking_lot::{Mutex, RwLock};
 pub use audit::default_audit_path;
 pub use directives::{parse_directives, Directives, Input};
 pub use rules::{Candidate, Rule};
-pub use settings::{default_settings_json, default_settings_path, init_settings, RuleSet};
+pub use settings::{
+    default_settings_json, default_settings_path, home_dir, init_settings, RuleSet,
+};
 pub use shell_input::{check_shell_input, shell_on_terminal_reason, shell_reading_input};
 pub use splitter::{SimpleCommand, Split};
 
@@ -69,6 +80,9 @@ pub struct Explained {
     /// program that may be a shell reading it. None when it takes no input, or no
     /// program of it may read its input as commands.
     pub shell_input: Option<String>,
+    /// For each of `commands`, its spellings with relative path operands made absolute
+    /// (see [`Candidate::in_directory`]), which deny and ask rules are checked against too.
+    pub judged: Vec<Vec<Candidate>>,
 }
 
 impl Explained {
@@ -92,13 +106,18 @@ impl Explained {
             ));
         }
         out.push_str(&format!("simple commands: {}\n", self.commands.len()));
-        for command in &self.commands {
+        let none = Vec::new();
+        for (index, command) in self.commands.iter().enumerate() {
             let mut forms = command.forms.iter();
             if let Some(first) = forms.next() {
                 out.push_str(&format!("  {}\n", rules::normalize(first)));
             }
             for form in forms {
                 out.push_str(&format!("    also: {}\n", rules::normalize(form)));
+            }
+            for judged in self.judged.get(index).unwrap_or(&none) {
+                let why = judged.judged.as_deref().unwrap_or("");
+                out.push_str(&format!("    judged as: {} ({why})\n", judged.text));
             }
         }
         out
@@ -138,6 +157,11 @@ pub struct Policy {
     path: PathBuf,
     /// Whether every simple command must match an allow rule.
     allowlist: bool,
+    /// The directory commands start in (absolute), when known.
+    start_dir: Option<String>,
+    /// The home directory (absolute, not `/`), when known: a directory in it is also
+    /// spelled from `~`, and `~` as it.
+    home: Option<String>,
     /// The rules in force. A check clones the `Arc` and lets go at once; a reload swaps it.
     rules: RwLock<Arc<RuleSet>>,
     /// What the file looked like at the last look. Held for a whole reload (stat, read,
@@ -202,6 +226,8 @@ impl Policy {
         Ok(Policy {
             path,
             allowlist,
+            start_dir: None,
+            home: None,
             rules: RwLock::new(Arc::new(rules)),
             seen: Mutex::new(Seen {
                 stamp: Some(Stamp::of(&meta)),
@@ -210,6 +236,19 @@ impl Policy {
             stop_sender: Mutex::new(Some(stop_sender)),
             stop_receiver,
         })
+    }
+
+    /// Judges commands as run in `dir` (absolute), with `home` the home directory: a
+    /// relative path operand of a command whose directory has not been changed in a way
+    /// the text does not say is judged as the path it names from there, and a path in
+    /// the home directory is also judged as spelled from `~` (and one from `~` as in
+    /// `home`), so `rm -rf *` run in the home directory meets `Bash(rm -r ~/[*])`.
+    /// Without it only the directories a `cd` to an absolute or `~` path leads to are
+    /// known. A directory whose name is not UTF-8 or not absolute is taken as unknown.
+    pub fn with_start_dir(mut self, dir: &Path, home: Option<&Path>) -> Policy {
+        self.start_dir = canonical_dir(dir);
+        self.home = home.and_then(canonical_dir).filter(|home| home != "/");
+        self
     }
 
     /// The settings file (absolute).
@@ -243,25 +282,30 @@ impl Policy {
 
     /// Decides whether shell text may run by the rules: a command's text without its
     /// `#terminalfs` lines in mind, or a script given to a shell. Bytes that are not
-    /// UTF-8 are read lossily.
+    /// UTF-8 are read lossily. The directory the text starts in is taken as unknown (a
+    /// shell's script may follow a `cd` written to it before).
     pub fn check(&self, text: &[u8]) -> Verdict {
         if let Some(reason) = plain_refusal(text) {
             return refusal(reason.to_owned());
         }
         let text = String::from_utf8_lossy(text);
-        self.decide(&text, &splitter::split(&text))
+        let split = splitter::split(&text);
+        let judged = judge_in_directories(&split.commands, None, self.home.as_deref());
+        self.decide(&text, &split, &judged)
     }
 
     /// The whole decision on a command's text, the one the mount makes at a close and
     /// `terminalfs check` prints: nothing but blanks and NUL bytes are refused, then bad
     /// `#terminalfs` lines, then a shell on a terminal while rules are in force, then
-    /// the rules ([`Policy::check`]).
+    /// the rules ([`Policy::check`], with the text starting in the directory given to
+    /// [`Policy::with_start_dir`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
         let refused = |reason: String| Explained {
             verdict: refusal(reason),
             commands: Vec::new(),
             directives: Directives::default(),
             shell_input: None,
+            judged: Vec::new(),
         };
         if let Some(reason) = plain_refusal(text) {
             return refused(reason.to_owned());
@@ -272,6 +316,11 @@ impl Policy {
             Err(reason) => return refused(format!("refused: {reason}")),
         };
         let split = splitter::split(&text);
+        let judged = judge_in_directories(
+            &split.commands,
+            self.start_dir.as_deref(),
+            self.home.as_deref(),
+        );
         let shell_input = match directives.input {
             Input::Closed => None,
             Input::Pipe | Input::Terminal(_) => shell_reading_input(&split),
@@ -280,17 +329,20 @@ impl Policy {
             (Some(why), Input::Terminal(_)) if self.rule_count() > 0 => {
                 refusal(shell_on_terminal_reason(why))
             }
-            _ => self.decide(&text, &split),
+            _ => self.decide(&text, &split, &judged),
         };
         Explained {
             verdict,
             commands: split.commands,
             directives,
             shell_input,
+            judged,
         }
     }
 
-    fn decide(&self, text: &str, split: &Split) -> Verdict {
+    /// The rules' verdict on `text`, split into `split`, whose commands have the judged
+    /// spellings `judged` too.
+    fn decide(&self, text: &str, split: &Split, judged: &[Vec<Candidate>]) -> Verdict {
         let rules = self.rules();
         let commands = &split.commands;
         let mut candidates = vec![Candidate::new(text)];
@@ -303,21 +355,27 @@ impl Policy {
                 }
             }
         }
+        // After the spellings as written, so a rule that matches both is reported plainly.
+        candidates.extend(judged.iter().flatten().cloned());
         let globbed = commands.iter().flat_map(|c| &c.name_globs);
         for (kind, list) in [("denied", &rules.deny), ("refused by 'ask'", &rules.ask)] {
-            if let Some(rule) = first_match(list, &candidates) {
+            if let Some((rule, candidate)) = first_match(list, &candidates) {
+                let judged = candidate
+                    .judged
+                    .as_ref()
+                    .map_or(String::new(), |why| format!(" ({why})"));
                 return Verdict::Deny {
                     rule: Some(rule.text().to_owned()),
                     reason: if kind == "denied" {
                         format!(
-                            "denied by rule '{}' in {}",
+                            "denied by rule '{}' in {}{judged}",
                             rule.text(),
                             self.path.display()
                         )
                     } else {
                         format!(
-                            "refused by 'ask' rule '{}' in {}: it needs a confirmation and \
-                             nobody is here to give one",
+                            "refused by 'ask' rule '{}' in {}{judged}: it needs a \
+                             confirmation and nobody is here to give one",
                             rule.text(),
                             self.path.display()
                         )
@@ -500,11 +558,74 @@ fn ends_a_line(text: &[u8]) -> bool {
     backslashes % 2 == 0
 }
 
-/// The first rule, in file order, that matches any of the candidates.
-fn first_match<'r>(rules: &'r [Rule], candidates: &[Candidate]) -> Option<&'r Rule> {
-    rules
+/// The first rule, in file order, that matches any of the candidates, with the first
+/// candidate it matches.
+fn first_match<'r, 'c>(
+    rules: &'r [Rule],
+    candidates: &'c [Candidate],
+) -> Option<(&'r Rule, &'c Candidate)> {
+    rules.iter().find_map(|rule| {
+        let candidate = candidates.iter().find(|c| rule.matches_candidate(c))?;
+        Some((rule, candidate))
+    })
+}
+
+/// For each command, its spellings with relative path operands made absolute, where the
+/// directory it runs in is known: rooted, or relative to `start` (absolute) when given.
+/// A directory in `home` is spelled both ways, from `/` and from `~`.
+fn judge_in_directories(
+    commands: &[SimpleCommand],
+    start: Option<&str>,
+    home: Option<&str>,
+) -> Vec<Vec<Candidate>> {
+    commands
         .iter()
-        .find(|rule| candidates.iter().any(|c| rule.matches_candidate(c)))
+        .map(|command| {
+            let dir = command.dir.as_deref().and_then(|dir| {
+                if options::is_rooted(dir) {
+                    Some(dir.to_owned())
+                } else {
+                    options::join_path(start?, dir)
+                }
+            });
+            let Some(dir) = dir else {
+                return Vec::new();
+            };
+            let mut judged: Vec<Candidate> = Vec::new();
+            for dir in spellings_of_dir(dir, home) {
+                for form in &command.forms {
+                    if let Some(candidate) = Candidate::in_directory(form, &dir) {
+                        if !judged.iter().any(|c| c.text == candidate.text) {
+                            judged.push(candidate);
+                        }
+                    }
+                }
+            }
+            judged
+        })
+        .collect()
+}
+
+/// An absolute directory, canonical (`..` folded); None when it is not UTF-8 or not
+/// absolute.
+fn canonical_dir(dir: &Path) -> Option<String> {
+    dir.to_str()
+        .filter(|dir| dir.starts_with('/'))
+        .and_then(|dir| options::join_path("/", dir))
+}
+
+/// `dir` (`/`- or `~`-rooted, canonical), and the same directory spelled from the other
+/// root when it is in `home`.
+fn spellings_of_dir(dir: String, home: Option<&str>) -> Vec<String> {
+    let other = home.and_then(|home| {
+        if let Some(rest) = dir.strip_prefix('~') {
+            (rest.is_empty() || rest.starts_with('/')).then(|| format!("{home}{rest}"))
+        } else {
+            let rest = dir.strip_prefix(home)?;
+            (rest.is_empty() || rest.starts_with('/')).then(|| format!("~{rest}"))
+        }
+    });
+    std::iter::once(dir).chain(other).collect()
 }
 
 /// The first rule whose program a command name that is a glob (`/usr/bin/sud?`, `zap*`)

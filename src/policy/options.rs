@@ -127,6 +127,11 @@ impl Argv {
     /// Reads `command` (words joined by spaces) when its program is one this module
     /// knows; None for any other command.
     pub fn read(command: &str) -> Option<Argv> {
+        Argv::read_with_positions(command).map(|(argv, _)| argv)
+    }
+
+    /// [`Argv::read`], with where each operand stands among the command's words.
+    fn read_with_positions(command: &str) -> Option<(Argv, Vec<usize>)> {
         let first = command.split_whitespace().next()?;
         let name = first.rsplit('/').next()?;
         let program = PROGRAMS.iter().find(|p| p.name == name)?;
@@ -145,8 +150,10 @@ impl Argv {
             program_name = format!("git {subcommand}");
             rest = &rest[1..];
         }
+        let skipped = words.len() - rest.len();
         let mut options = Vec::new();
         let mut operands = Vec::new();
+        let mut positions = Vec::new();
         let mut only_operands = false;
         let mut index = 0;
         while index < rest.len() {
@@ -154,6 +161,7 @@ impl Argv {
             index += 1;
             if only_operands || word == "-" || !word.starts_with('-') {
                 operands.push(word.to_owned());
+                positions.push(skipped + index - 1);
                 continue;
             }
             if word == "--" {
@@ -224,13 +232,69 @@ impl Argv {
         }
         options.sort();
         options.dedup();
-        Some(Argv {
+        let argv = Argv {
             program: program_name,
             options,
             operands,
             paths: program.paths,
-        })
+        };
+        Some((argv, positions))
     }
+}
+
+/// `command` with its relative path operands made absolute: each is joined to `dir`, the
+/// directory the command runs in (`/`- or `~`-rooted), and made canonical, so that
+/// `rm -rf *` run in `/` reads `rm -rf /*` and `rm -rf ..` run in `/etc` reads `rm -rf /`.
+/// Only the commands read option-aware whose operands are paths (`rm`, `chmod`, `chown`,
+/// `chgrp`, not the mode or owner before their files) are rewritten, and only operands
+/// known as written (none holding `$` or a backquote). Returns the rewritten command and
+/// each operand changed with what it became; None when nothing changed.
+pub fn resolve_operands(command: &str, dir: &str) -> Option<(String, Vec<(String, String)>)> {
+    let (argv, positions) = Argv::read_with_positions(command)?;
+    if !argv.paths {
+        return None;
+    }
+    // The mode or owner comes first, unless a reference file gives it.
+    let skip = usize::from(
+        argv.program != "rm" && !argv.options.iter().any(|o| o.starts_with("--reference")),
+    );
+    let mut words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+    let mut changed = Vec::new();
+    for &at in positions.iter().skip(skip) {
+        let operand = &words[at];
+        if is_rooted(operand) || operand.contains(['$', '`']) {
+            continue;
+        }
+        if let Some(path) = join_path(dir, operand) {
+            changed.push((operand.clone(), path.clone()));
+            words[at] = path;
+        }
+    }
+    (!changed.is_empty()).then(|| (words.join(" "), changed))
+}
+
+/// Whether `path` names the same file wherever it is used from: it starts at `/` or at
+/// the home directory (`~`, `$HOME`, `${HOME}`).
+pub(crate) fn is_rooted(path: &str) -> bool {
+    path.starts_with(['/', '~']) || path.starts_with("$HOME") || path.starts_with("${HOME}")
+}
+
+/// `path` as seen from the directory `dir`, made canonical: `path` itself when it is
+/// rooted (`/x`, `~/x`), else the two joined. `dir` is `/`-rooted, `~`-rooted or relative
+/// to some directory (`.` for that one). `.` and `..` are folded as written (`/etc/..`
+/// is `/`, as `cd` sees it; a symbolic link is not followed); `..` at `/` stays at `/`.
+/// None when the path climbs above a home directory, which is then unknown.
+pub(crate) fn join_path(dir: &str, path: &str) -> Option<String> {
+    let joined = if is_rooted(path) || dir == "." {
+        path.to_owned()
+    } else {
+        format!("{dir}/{path}")
+    };
+    let canonical = canonical_path(&joined);
+    let mut parts = canonical.split('/');
+    let climbs_out_of_home =
+        parts.next().is_some_and(|p| p.starts_with('~')) && parts.next() == Some("..");
+    (!climbs_out_of_home).then_some(canonical)
 }
 
 /// A rule's pattern read option-aware, ready to match commands.
@@ -337,7 +401,9 @@ impl ArgvPattern {
     }
 }
 
-/// `//`, `/./` and a trailing `/` or `/.` collapse; `$HOME`, `${HOME}` and `~` are `~`.
+/// `//`, `/./` and a trailing `/` or `/.` collapse; `$HOME`, `${HOME}` and `~` are `~`;
+/// `..` takes away the name before it (`/etc/..` is `/`, `a/../b` is `b`), at `/` it
+/// stays at `/`, and one leading a relative path, or following `~`, stays.
 fn canonical_path(path: &str) -> String {
     let mut path = path.to_owned();
     for home in ["${HOME}", "$HOME"] {
@@ -348,10 +414,16 @@ fn canonical_path(path: &str) -> String {
         }
     }
     let absolute = path.starts_with('/');
-    let parts: Vec<&str> = path
-        .split('/')
-        .filter(|part| !part.is_empty() && *part != ".")
-        .collect();
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        match (part, parts.last()) {
+            ("..", Some(&last)) if last != ".." && !(parts.len() == 1 && last.starts_with('~')) => {
+                parts.pop();
+            }
+            ("..", None) if absolute => {}
+            _ => parts.push(part),
+        }
+    }
     let joined = parts.join("/");
     match (absolute, joined.is_empty()) {
         (true, _) => format!("/{joined}"),
@@ -421,6 +493,71 @@ mod tests {
             .options
             .contains(&"-f".to_owned()));
         assert_eq!(argv("git push -o ci.skip origin").operands, ["origin"]);
+    }
+
+    #[test]
+    fn dot_dot_folds_as_cd_folds_it() {
+        assert_eq!(argv("rm -rf /etc/..").operands, ["/"]);
+        assert_eq!(argv("rm -rf /..").operands, ["/"]);
+        assert_eq!(argv("rm -rf /usr/local/../../*").operands, ["/*"]);
+        assert_eq!(argv("rm -rf ~/src/../").operands, ["~"]);
+        assert_eq!(argv("rm -rf a/../b").operands, ["b"]);
+        // What `..` leaves a relative path, or the home directory, for is not known.
+        assert_eq!(argv("rm -rf ../x").operands, ["../x"]);
+        assert_eq!(argv("rm -rf ~/..").operands, ["~/.."]);
+        assert_eq!(argv("rm -rf ~me/../x").operands, ["~me/../x"]);
+    }
+
+    #[test]
+    fn paths_are_joined_to_the_directory() {
+        assert_eq!(join_path("/", "*").as_deref(), Some("/*"));
+        assert_eq!(join_path("/etc", "..").as_deref(), Some("/"));
+        assert_eq!(join_path("/etc", "../../..").as_deref(), Some("/"));
+        assert_eq!(join_path("/etc", "./x/").as_deref(), Some("/etc/x"));
+        assert_eq!(join_path("/etc", "/srv").as_deref(), Some("/srv"));
+        assert_eq!(join_path("/etc", "~/a").as_deref(), Some("~/a"));
+        assert_eq!(join_path("/etc", "$HOME").as_deref(), Some("~"));
+        assert_eq!(join_path("~/a", "../*").as_deref(), Some("~/*"));
+        assert_eq!(join_path("~", ".."), None);
+        assert_eq!(join_path("~/a", "../.."), None);
+        assert_eq!(join_path(".", "a/b").as_deref(), Some("a/b"));
+        assert_eq!(join_path("a", "../..").as_deref(), Some(".."));
+        assert_eq!(join_path("..", "x").as_deref(), Some("../x"));
+    }
+
+    #[test]
+    fn relative_operands_are_resolved_and_others_kept() {
+        let resolve = |command: &str, dir: &str| resolve_operands(command, dir);
+        assert_eq!(
+            resolve("rm -rf * /tmp/x ~/y $HOME/z", "/"),
+            Some((
+                "rm -rf /* /tmp/x ~/y $HOME/z".to_owned(),
+                vec![("*".to_owned(), "/*".to_owned())]
+            ))
+        );
+        assert_eq!(
+            resolve("/bin/rm -r -- .. -x", "/etc").map(|(text, _)| text),
+            Some("/bin/rm -r -- / /etc/-x".to_owned())
+        );
+        // Operands known only at run time are left as written.
+        assert_eq!(resolve("rm -rf $dir/* `x`", "/"), None);
+        // A mode or an owner is not a path; with a reference file every operand is.
+        assert_eq!(
+            resolve("chmod -R 777 .", "/").map(|(text, _)| text),
+            Some("chmod -R 777 /".to_owned())
+        );
+        assert_eq!(
+            resolve("chown me:me x", "/srv").map(|(text, _)| text),
+            Some("chown me:me /srv/x".to_owned())
+        );
+        assert_eq!(
+            resolve("chgrp --reference=a b", "/srv").map(|(text, _)| text),
+            Some("chgrp --reference=a /srv/b".to_owned())
+        );
+        // Other programs, and `git`, whose operands are not paths, are not rewritten.
+        assert_eq!(resolve("ls *", "/"), None);
+        assert_eq!(resolve("git push origin main", "/"), None);
+        assert_eq!(resolve("rm -rf ..", "~"), None);
     }
 
     #[test]

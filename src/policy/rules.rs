@@ -14,7 +14,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::options::{Argv, ArgvPattern};
+use super::options::{resolve_operands, Argv, ArgvPattern};
 
 /// A parsed `Bash(...)` permission rule.
 #[derive(Debug, Clone)]
@@ -32,13 +32,34 @@ pub struct Rule {
 pub struct Candidate {
     pub text: String,
     pub argv: Option<Argv>,
+    /// For a spelling with its relative path operands made absolute, the sentence saying
+    /// what they were judged as (`it runs in /, so '*' is judged as '/*'`).
+    pub judged: Option<String>,
 }
 
 impl Candidate {
     pub fn new(command: &str) -> Candidate {
         let text = normalize(command);
         let argv = Argv::read(&text);
-        Candidate { text, argv }
+        Candidate {
+            text,
+            argv,
+            judged: None,
+        }
+    }
+
+    /// The spelling of `command` run in `dir` (`/`- or `~`-rooted) with its relative path
+    /// operands made absolute; None when it has none.
+    pub fn in_directory(command: &str, dir: &str) -> Option<Candidate> {
+        let (text, changed) = resolve_operands(command, dir)?;
+        let operands: Vec<String> = changed
+            .iter()
+            .map(|(operand, path)| format!("'{operand}' is judged as '{path}'"))
+            .collect();
+        Some(Candidate {
+            judged: Some(format!("it runs in {dir}, so {}", operands.join(", "))),
+            ..Candidate::new(&text)
+        })
     }
 }
 

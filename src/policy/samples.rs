@@ -135,6 +135,11 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
         ("brace word", format!("{}}}", repeat("{,"))),
         ("cases", repeat("case a in a) ")),
         ("eval", repeat("eval ")),
+        ("cd", repeat("cd a; rm -rf *; ")),
+        (
+            "cd in compounds",
+            format!("{}{}", repeat("if a; then "), repeat("cd /; ")),
+        ),
         ("wrappers", repeat("nohup ")),
         ("find exec", repeat("find -exec ")),
         ("words", repeat("a ")),

@@ -230,7 +230,7 @@ pub(crate) fn xdg_dir(variable: &str, fallback: &str) -> PathBuf {
 }
 
 /// `$HOME`, else the home directory in the password database, else `/`.
-pub(crate) fn home_dir() -> PathBuf {
+pub fn home_dir() -> PathBuf {
     match std::env::var_os("HOME").map(PathBuf::from) {
         Some(home) if home.is_absolute() => home,
         _ => password_home().unwrap_or_else(|| PathBuf::from("/")),

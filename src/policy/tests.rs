@@ -783,8 +783,10 @@ fn splitter_follows_bash_quirks() {
     assert!(dynamic("sudo $cmd"));
     assert!(!dynamic("${1:-zapme} x"));
     assert!(!dynamic("zapme '$x'"));
-    // A repeated command is listed once.
-    assert_eq!(split("$(a)$(a)$(a); a; a").commands.len(), 2);
+    // A repeated command is listed once, while the directory stays the same (a command
+    // name known only at run time may be a `cd`).
+    assert_eq!(split("echo $(a)$(a)$(a); a; a").commands.len(), 2);
+    assert_eq!(split("$(a)$(a)$(a); a; a").commands.len(), 3);
 }
 
 #[test]
@@ -1385,4 +1387,374 @@ fn policy_is_send_and_sync() {
     shared::<Policy>();
     shared::<super::audit::Audit>();
     shared::<Rule>();
+}
+
+// ----- the directory a command runs in ---------------------------------------------
+
+/// The directory each simple command of `text` runs in, by its first spelling.
+fn dirs(text: &str) -> Vec<(String, Option<String>)> {
+    split(text)
+        .commands
+        .into_iter()
+        .map(|c| (c.forms[0].clone(), c.dir))
+        .collect()
+}
+
+/// The directory the simple command of `text` spelled `command` runs in.
+fn dir_of(text: &str, command: &str) -> Option<String> {
+    let found = dirs(text);
+    let listed: Vec<&(String, Option<String>)> =
+        found.iter().filter(|(form, _)| form == command).collect();
+    assert_eq!(listed.len(), 1, "{text:?}: {found:?}");
+    listed[0].1.clone()
+}
+
+#[test]
+fn a_literal_cd_sets_the_directory_of_the_commands_after_it() {
+    let known = |text: &str, dir: &str| {
+        assert_eq!(dir_of(text, "rm x").as_deref(), Some(dir), "{text:?}");
+    };
+    known("rm x", ".");
+    known("cd / && rm x", "/");
+    known("cd /; rm x", "/");
+    known("cd /etc\nrm x", "/etc");
+    known("cd /etc; cd ..; rm x", "/");
+    known("cd /etc/../usr/./lib/ && rm x", "/usr/lib");
+    known("cd /.. && rm x", "/");
+    known("cd sub && cd deeper && rm x", "sub/deeper");
+    known("cd .. && rm x", "..");
+    known("cd sub && cd /tmp && cd x && rm x", "/tmp/x");
+    known("cd && rm x", "~");
+    known("cd ~ && rm x", "~");
+    known("cd ~/src/.. && rm x", "~");
+    known("cd $HOME/src && rm x", "~/src");
+    known("cd \"${HOME}\" && rm x", "~");
+    known("cd -- /srv && rm x", "/srv");
+    known("builtin cd /srv; rm x", "/srv");
+    known("command cd /srv; rm x", "/srv");
+    known("FOO=1 cd /srv && rm x", "/srv");
+    known("cd /srv || exit 1; rm x", "/srv");
+    known("if cd /srv; then rm x; fi", "/srv");
+    known("cd /srv && { rm x; }", "/srv");
+    known("cd /srv && time rm x", "/srv");
+    known("cd /srv && cd /tmp | cat; rm x", "/srv");
+    known("cd /srv && ls | cat; rm x", "/srv");
+    known("cd /srv &&\nrm x", "/srv");
+    known("cd /tmp & cd /srv; rm x", "/srv");
+    // A subshell starts where its shell is: `$( )`, `( )` and a shell's `-c` script.
+    known("cd /srv && echo $(rm x)", "/srv");
+    known("cd /srv && (rm x)", "/srv");
+    known("cd /srv && sh -c 'rm x'", "/srv");
+    known("sh -c 'cd /srv && rm x'", "/srv");
+    known("cd /srv && bash <<EOF\nrm x\nEOF", "/srv");
+}
+
+#[test]
+fn the_directory_is_unknown_where_the_text_does_not_say_it() {
+    let unknown = |text: &str| {
+        assert_eq!(dir_of(text, "rm x"), None, "{text:?}");
+    };
+    for text in [
+        "cd $x && rm x",
+        "cd \"$x\" && rm x",
+        "cd $HOME$x && rm x",
+        "cd $(pwd)/a && rm x",
+        "cd - && rm x",
+        "cd -P /srv && rm x",
+        "cd a b && rm x",
+        "cd ~user && rm x",
+        "cd '~' && rm x",
+        "cd ~/.. && rm x",
+        // A blank would split the path where the spellings are read as words.
+        "cd '/my dir' && rm x",
+        "cd s* && rm x",
+        "cd {a,b} && rm x",
+        "pushd /srv && rm x",
+        "popd; rm x",
+        "eval cd /srv; rm x",
+        "source env.sh; rm x",
+        ". env.sh; rm x",
+        "$go /srv; rm x",
+        "command -p cd /srv; rm x",
+        // A compound command inside which the directory changed: how often its parts
+        // ran is not known.
+        "if true; then cd /srv; fi; rm x",
+        "for d in a b; do cd $d; done; rm x",
+        "while read d; do cd /srv; done; rm x",
+        "case $x in a) cd /srv;; esac; rm x",
+        "f() { cd /srv; }; f; rm x",
+        "{ cd /srv; }; rm x",
+        // From an unknown directory, only a rooted `cd` leads somewhere known.
+        "cd $x; cd sub; rm x",
+    ] {
+        unknown(text);
+    }
+    assert_eq!(
+        dir_of("cd $x; cd /srv; rm x", "rm x").as_deref(),
+        Some("/srv")
+    );
+    assert_eq!(
+        dir_of("cd $x; cd ~/a; rm x", "rm x").as_deref(),
+        Some("~/a")
+    );
+}
+
+#[test]
+fn a_cd_in_a_subshell_changes_nothing_after_it() {
+    let start = |text: &str| {
+        assert_eq!(dir_of(text, "rm y").as_deref(), Some("."), "{text:?}");
+    };
+    for text in [
+        "(cd /srv; rm x); rm y",
+        "(cd /srv && (cd /tmp)); rm y",
+        "echo $(cd /srv); rm y",
+        "echo `cd /srv`; rm y",
+        "sh -c 'cd /srv'; rm y",
+        "cd /srv | cat; rm y",
+        "cd /srv |& cat; rm y",
+        "cat | cd /srv; rm y",
+        "cd /srv & rm y",
+        "cd /srv & sleep 1; rm y",
+        "cd /srv && rm x & rm y",
+        "cd /srv && cd /tmp || rm x &\nrm y",
+        "cd /srv &&\n  rm x &\nrm y",
+        "env cd /srv; rm y",
+        "coproc cd /srv; rm y",
+    ] {
+        start(text);
+    }
+    // Inside the subshell, its own `cd` counts.
+    assert_eq!(
+        dir_of("(cd /srv; rm x); rm y", "rm x").as_deref(),
+        Some("/srv")
+    );
+    assert_eq!(dir_of("cd /srv | rm x", "rm x").as_deref(), Some("."));
+    // The same command in two directories is two commands.
+    assert_eq!(
+        dirs("cd /a; rm x; cd /b; rm x; rm x"),
+        [
+            ("cd /a".to_owned(), Some(".".to_owned())),
+            ("rm x".to_owned(), Some("/a".to_owned())),
+            ("cd /b".to_owned(), Some("/a".to_owned())),
+            ("rm x".to_owned(), Some("/b".to_owned())),
+        ]
+    );
+}
+
+/// The default settings judging commands that start in `start`, with `/home/me` home.
+fn default_in(start: &str) -> Fixture {
+    let f = default_fixture();
+    Fixture {
+        policy: f
+            .policy
+            .with_start_dir(Path::new(start), Some(Path::new("/home/me"))),
+        ..f
+    }
+}
+
+#[test]
+fn relative_operands_are_judged_as_the_paths_they_name() {
+    let f = default_in("/home/me/work");
+    let path = f.path.display().to_string();
+    for (text, rule, judged) in [
+        (
+            "cd / && rm -rf *",
+            "Bash(rm -r /[*])",
+            "it runs in /, so '*' is judged as '/*'",
+        ),
+        (
+            "cd /; rm -rf .",
+            "Bash(rm -r /)",
+            "it runs in /, so '.' is judged as '/'",
+        ),
+        (
+            "cd /etc && rm -rf ..",
+            "Bash(rm -r /)",
+            "it runs in /etc, so '..' is judged as '/'",
+        ),
+        (
+            "cd /usr/local && rm -fr ../../*",
+            "Bash(rm -r /[*])",
+            "'../../*' is judged as '/*'",
+        ),
+        (
+            "cd ~ && rm -rf *",
+            "Bash(rm -r ~/[*])",
+            "it runs in ~, so '*' is judged as '~/*'",
+        ),
+        ("cd && rm -rf ./", "Bash(rm -r ~)", "'./' is judged as '~'"),
+        (
+            "cd $HOME/src && rm -r ../*",
+            "Bash(rm -r ~/[*])",
+            "'../*' is judged as '~/*'",
+        ),
+        (
+            "cd /home/me && rm -rf *",
+            "Bash(rm -r ~/[*])",
+            "it runs in ~, so '*'",
+        ),
+        (
+            "cd .. && rm -rf *",
+            "Bash(rm -r ~/[*])",
+            "it runs in ~, so '*' is judged as '~/*'",
+        ),
+        (
+            "rm -rf ../*",
+            "Bash(rm -r ~/[*])",
+            "'../*' is judged as '~/*'",
+        ),
+        (
+            "cd ../../.. && rm -Rf .",
+            "Bash(rm -r /)",
+            "'.' is judged as '/'",
+        ),
+        (
+            "cd / && chmod -R 777 .",
+            "Bash(chmod -R 777 /)",
+            "'.' is judged as '/'",
+        ),
+        (
+            "cd / && nohup rm -rf * &",
+            "Bash(rm -r /[*])",
+            "'*' is judged as '/*'",
+        ),
+        (
+            "(cd / && rm -rf *)",
+            "Bash(rm -r /[*])",
+            "'*' is judged as '/*'",
+        ),
+        (
+            "sh -c 'cd / && rm -rf *'",
+            "Bash(rm -r /[*])",
+            "'*' is judged as '/*'",
+        ),
+        (
+            "cd / && echo $(rm -rf *)",
+            "Bash(rm -r /[*])",
+            "'*' is judged as '/*'",
+        ),
+        (
+            "cd /tmp; cd ..; rm -rf x *",
+            "Bash(rm -r /[*])",
+            "'x' is judged as '/x', '*'",
+        ),
+    ] {
+        let Verdict::Deny {
+            rule: named,
+            reason,
+        } = f.policy.explain(text.as_bytes()).verdict
+        else {
+            panic!("{text:?} is allowed");
+        };
+        assert_eq!(named.as_deref(), Some(rule), "{text:?}: {reason}");
+        let plain = format!("denied by rule '{rule}' in {path} (");
+        assert!(reason.starts_with(&plain), "{text:?}: {reason}");
+        assert!(reason.ends_with(')'), "{text:?}: {reason}");
+        assert!(reason.contains(judged), "{text:?}: {reason}");
+        // `check` shows the spelling the rule met.
+        let report = explained_report(&f.policy, text);
+        assert!(report.contains("    judged as: "), "{text:?}: {report}");
+    }
+    // Written as the path it names, the reason is the plain one.
+    assert_eq!(
+        f.policy.explain(b"cd / && rm -rf /*").verdict,
+        Verdict::Deny {
+            rule: Some("Bash(rm -r /[*])".to_owned()),
+            reason: format!("denied by rule 'Bash(rm -r /[*])' in {path}"),
+        }
+    );
+}
+
+fn explained_report(policy: &Policy, text: &str) -> String {
+    policy.explain(text.as_bytes()).report()
+}
+
+#[test]
+fn what_a_relative_operand_names_elsewhere_stays_allowed() {
+    let f = default_in("/home/me/work");
+    for text in [
+        "rm -rf *",
+        "rm -rf ./build .",
+        "cd /tmp/x && rm -rf *",
+        "cd /tmp/x; rm -rf .",
+        "cd / && rm -rf tmp/x",
+        "cd /etc && rm -rf ../tmp/*",
+        "cd ~/src && rm -rf *",
+        "cd / | rm -rf *",
+        "cd / & rm -rf *",
+        "(cd /); rm -rf *",
+        "echo $(cd /); rm -rf *",
+        "if true; then cd /; fi; rm -rf *",
+        "cd $x && rm -rf *",
+        "cd - && rm -rf *",
+        "pushd / && rm -rf *",
+        "cd ~/.. && rm -rf *",
+        "cd / && rm -rf $x",
+        "cd / && rm -rf \"$dir\"/*",
+        "cd / && chmod 755 *",
+        "cd / && chown -R me: .",
+        "cd / && ls *",
+        "cd / && rm -rf -- -x",
+    ] {
+        let verdict = f.policy.explain(text.as_bytes()).verdict;
+        assert!(verdict.is_allowed(), "{text:?}: {verdict:?}");
+    }
+    // Started in `/`, what runs there is judged there.
+    let root = default_in("/");
+    for (text, refused) in [
+        ("rm -rf *", true),
+        ("rm -rf .", true),
+        ("rm -rf ./", true),
+        ("rm -rf tmp/x", false),
+        ("cd tmp && rm -rf ..", true),
+        ("cd tmp && rm -rf *", false),
+    ] {
+        let verdict = root.policy.explain(text.as_bytes()).verdict;
+        assert_eq!(!verdict.is_allowed(), refused, "{text:?}: {verdict:?}");
+    }
+    // Started in the home directory, `~` rules meet what runs there.
+    let home = default_in("/home/me");
+    assert!(!home.policy.explain(b"rm -rf *").verdict.is_allowed());
+    assert!(home.policy.explain(b"rm -rf work/*").verdict.is_allowed());
+    // Without a starting directory (a shell's script), only a rooted `cd` is followed.
+    let bare = default_fixture();
+    assert!(bare.policy.explain(b"rm -rf *").verdict.is_allowed());
+    assert!(bare
+        .policy
+        .explain(b"cd .. && rm -rf *")
+        .verdict
+        .is_allowed());
+    assert!(!bare.policy.check(b"cd / && rm -rf *").is_allowed());
+    assert!(!root.policy.check(b"cd ~ && rm -rf *").is_allowed());
+    assert!(root.policy.check(b"rm -rf *").is_allowed());
+}
+
+#[test]
+fn judged_paths_meet_text_rules_and_ask_rules_but_not_allow_rules() {
+    let json = r#"{"permissions": {"deny": ["Bash(rm -rf /srv/*)"],
+        "ask": ["Bash(chown -R * /var/lib)"], "allow": ["Bash(rm -rf /tmp/x)", "Bash(cd:*)"]}}"#;
+    let f = fixture(json, false);
+    let policy = Policy::load(&f.path, false)
+        .expect("load")
+        .with_start_dir(Path::new("/srv"), None);
+    let Verdict::Deny { rule, reason } = policy.explain(b"rm -rf data").verdict else {
+        panic!("a glob over the text meets the judged spelling");
+    };
+    assert_eq!(rule.as_deref(), Some("Bash(rm -rf /srv/*)"));
+    assert!(reason.ends_with("(it runs in /srv, so 'data' is judged as '/srv/data')"));
+    let Verdict::Deny { reason, .. } = policy.explain(b"cd /var/lib/x && chown -R me ..").verdict
+    else {
+        panic!("an ask rule meets the judged spelling");
+    };
+    assert!(
+        reason.contains("(it runs in /var/lib/x, so '..' is judged as '/var/lib'): it needs"),
+        "{reason}"
+    );
+    // An allow rule is met by the command as written only: the `cd` may fail.
+    let allowlist = Policy::load(&f.path, true)
+        .expect("load")
+        .with_start_dir(Path::new("/srv"), None);
+    assert!(allowlist.explain(b"rm -rf /tmp/x").verdict.is_allowed());
+    let verdict = allowlist.explain(b"cd /tmp && rm -rf x").verdict;
+    assert!(!verdict.is_allowed(), "{verdict:?}");
 }

@@ -2,6 +2,7 @@
 //! redirections and heredoc operators, and the words of each simple command handed on to
 //! be expanded and emitted.
 
+use super::directory::{directory_change, Change};
 use super::expand::expand_braces;
 use super::lexer::Heredoc;
 use super::scan::Arithmetic;
@@ -12,11 +13,16 @@ use super::wrappers::{code_in_assignment, RESERVED};
 use super::{
     emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Input, Names, Parser, Word,
 };
+use crate::policy::options::{is_rooted, join_path};
 
 /// Reserved words that begin a compound command.
 const COMPOUND_STARTS: &[&[u8]] = &[
     b"{", b"while", b"until", b"if", b"for", b"select", b"case", b"[[", b"((",
 ];
+
+/// The longest directory followed; past it, `cd a; cd a; ...` makes the
+/// directory unknown rather than a copy of a long path for every command.
+const MAX_DIR: usize = 1024;
 
 /// Where a command list ends.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -64,6 +70,26 @@ struct ListState {
     stdin: Stdin,
     /// The command follows `coproc` and is a simple command.
     coproc: bool,
+    /// The compound commands and subshells open around the command, innermost last.
+    frames: Vec<Frame>,
+    /// The directory before the last command's `cd`, which a `|` after it undoes (it ran
+    /// in a subshell).
+    undo: Option<Option<String>>,
+    /// The directory before the first `cd` of the and-or list being read, which a `&`
+    /// after it undoes (the whole list ran in a subshell).
+    list_undo: Option<Option<String>>,
+    /// A compound command inside which the directory changed has ended: it is unknown.
+    forget_dir: bool,
+}
+
+/// A compound command or subshell open around the command being read.
+enum Frame {
+    /// `if`, `while`, `until`, `for`, `select`, `case` or `{`; true once the directory
+    /// changed inside it, which makes it unknown after it (how often its parts ran is
+    /// not known).
+    Compound(bool),
+    /// `(`, with the directory it started in, which is the directory again after it.
+    Subshell(Option<String>),
 }
 
 impl ListState {
@@ -100,8 +126,16 @@ struct Stdin {
 }
 
 impl<'s> Parser<'s> {
-    /// Reads a command list up to `until`, emitting each simple command.
+    /// Reads a command list up to `until`, emitting each simple command. It runs in the
+    /// directory of the text around it, and its own changes end with it: it is a
+    /// substitution's or a shell's script, or the text itself.
     pub(super) fn parse_list(&mut self, cx: &mut Context, until: Until) {
+        let outer = cx.dir.clone();
+        self.parse_commands(cx, until);
+        cx.set_dir(outer);
+    }
+
+    fn parse_commands(&mut self, cx: &mut Context, until: Until) {
         let mut st = ListState {
             words: Vec::new(),
             mode: Mode::Command,
@@ -111,6 +145,10 @@ impl<'s> Parser<'s> {
             piped: false,
             stdin: Stdin::default(),
             coproc: false,
+            frames: Vec::new(),
+            undo: None,
+            list_undo: None,
+            forget_dir: false,
         };
         loop {
             if cx.refusal.is_some() {
@@ -136,7 +174,12 @@ impl<'s> Parser<'s> {
                             // A newline right after `|` goes on with the pipeline: the
                             // command on the next line reads the pipe.
                             let piped = st.piped && st.words.is_empty();
+                            // After `&&` or `||` the list goes on on the next line.
+                            let ends_list = !st.words.is_empty();
                             self.finish(cx, &mut st);
+                            if ends_list {
+                                st.list_undo = None;
+                            }
                             st.mode = Mode::Command;
                             st.piped |= piped;
                         }
@@ -156,6 +199,7 @@ impl<'s> Parser<'s> {
                     } else {
                         self.advance(1);
                         self.separator(cx, &mut st);
+                        st.list_undo = None;
                     }
                 }
                 b'&' => match self.peek_at(1) {
@@ -175,6 +219,9 @@ impl<'s> Parser<'s> {
                     _ => {
                         self.advance(1);
                         self.separator(cx, &mut st);
+                        if let Some(before) = st.list_undo.take() {
+                            cx.set_dir(before);
+                        }
                     }
                 },
                 b'|' => match self.peek_at(1) {
@@ -185,6 +232,7 @@ impl<'s> Parser<'s> {
                     Some(b'&') => {
                         self.advance(2);
                         self.separator(cx, &mut st);
+                        undo_directory(cx, &mut st);
                         st.piped = st.mode == Mode::Command;
                     }
                     _ => {
@@ -193,6 +241,7 @@ impl<'s> Parser<'s> {
                             Mode::CasePattern => {}
                             _ => {
                                 self.operator(cx, &mut st, "|");
+                                undo_directory(cx, &mut st);
                                 st.piped = st.mode == Mode::Command;
                             }
                         }
@@ -209,6 +258,12 @@ impl<'s> Parser<'s> {
                             st.mode = Mode::Command;
                             if st.parens > 0 {
                                 st.parens -= 1;
+                                while let Some(frame) = st.frames.pop() {
+                                    if let Frame::Subshell(dir) = frame {
+                                        cx.set_dir(dir);
+                                        break;
+                                    }
+                                }
                             } else if until == Until::Paren {
                                 return;
                             }
@@ -296,6 +351,7 @@ impl<'s> Parser<'s> {
         }
         st.mode = Mode::Command;
         st.parens += 1;
+        st.frames.push(Frame::Subshell(cx.dir.clone()));
     }
 
     /// `&&`, `||` or `|`: an operator word inside `[[ ]]`, a separator elsewhere.
@@ -321,6 +377,7 @@ impl<'s> Parser<'s> {
     /// `;;`, `;&` or `;;&`: the end of a case item; a pattern list follows.
     fn end_case_item(&mut self, cx: &mut Context, st: &mut ListState) {
         self.finish(cx, st);
+        st.list_undo = None;
         st.mode = if st.cases > 0 {
             Mode::CasePattern
         } else {
@@ -349,8 +406,15 @@ impl<'s> Parser<'s> {
             Mode::Command => {
                 if st.words.is_empty() && !st.redirected && word.plain() {
                     match word.text.as_slice() {
-                        b"if" | b"then" | b"elif" | b"else" | b"fi" | b"do" | b"done"
-                        | b"while" | b"until" | b"{" | b"}" => return,
+                        b"if" | b"while" | b"until" | b"{" => {
+                            st.frames.push(Frame::Compound(false));
+                            return;
+                        }
+                        b"fi" | b"done" | b"}" => {
+                            close_compound(st);
+                            return;
+                        }
+                        b"then" | b"elif" | b"else" | b"do" => return,
                         b"!" if !st.piped => return,
                         b"time" if !st.piped => {
                             st.mode = Mode::Time;
@@ -363,13 +427,16 @@ impl<'s> Parser<'s> {
                         }
                         b"esac" => {
                             st.cases = st.cases.saturating_sub(1);
+                            close_compound(st);
                             return;
                         }
                         b"for" | b"select" => {
+                            st.frames.push(Frame::Compound(false));
                             st.mode = Mode::ForHeader;
                             return;
                         }
                         b"case" => {
+                            st.frames.push(Frame::Compound(false));
                             st.mode = Mode::CaseSubject;
                             return;
                         }
@@ -398,6 +465,7 @@ impl<'s> Parser<'s> {
                 if word.is("esac") {
                     st.cases = st.cases.saturating_sub(1);
                     st.mode = Mode::Command;
+                    close_compound(st);
                 }
             }
             Mode::FunctionName => st.mode = Mode::Command,
@@ -450,10 +518,17 @@ impl<'s> Parser<'s> {
         let piped = std::mem::take(&mut st.piped);
         let stdin = std::mem::take(&mut st.stdin);
         let coproc = std::mem::take(&mut st.coproc);
+        st.undo = None;
+        if std::mem::take(&mut st.forget_dir) {
+            cx.set_dir(None);
+        }
         if st.words.is_empty() {
             return;
         }
         let words = std::mem::take(&mut st.words);
+        // A command in a pipeline or after `coproc` runs in a subshell: a `cd` there
+        // changes nothing after it.
+        let change = directory_change(&words).filter(|_| !(piped || coproc));
         let input = match (&stdin.marker, piped) {
             (Some(marker), _) => Input::Here(marker.clone()),
             (None, true) => Input::Pipe,
@@ -490,6 +565,30 @@ impl<'s> Parser<'s> {
             for text in &stdin.strings {
                 sub_parse(cx, text, self.depth + 1);
             }
+        }
+        if let Some(change) = change {
+            let before = cx.dir.clone();
+            let after = match change {
+                Change::To(operand) => {
+                    // From an unknown directory only a rooted operand leads somewhere known.
+                    let from = before.as_deref().or(is_rooted(&operand).then_some("/"));
+                    from.and_then(|dir| join_path(dir, &operand))
+                        .filter(|dir| dir.len() <= MAX_DIR)
+                }
+                Change::Unknown => None,
+            };
+            // The frames below a marked one are marked already, down to a subshell.
+            for frame in st.frames.iter_mut().rev() {
+                match frame {
+                    Frame::Compound(false) => *frame = Frame::Compound(true),
+                    Frame::Compound(true) | Frame::Subshell(_) => break,
+                }
+            }
+            if st.list_undo.is_none() {
+                st.list_undo = Some(before.clone());
+            }
+            st.undo = Some(before);
+            cx.set_dir(after);
         }
     }
 
@@ -715,8 +814,8 @@ const MAX_REPEAT_KEY: usize = 4096;
 
 /// Builds in `cx.key` what makes one simple command, as a key for `cx.seen`: its words with
 /// what was learnt of them, what it reads on standard input, whether it follows `coproc`
-/// inside a substitution, and the positional parameters in force (as a generation
-/// number). False for a long command, which is not remembered.
+/// inside a substitution, and the positional parameters and directory in force (as
+/// generation numbers). False for a long command, which is not remembered.
 fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> bool {
     let size: usize = words
         .iter()
@@ -726,6 +825,7 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
         return false;
     }
     let generation = cx.args_generation;
+    let dir_generation = cx.dir_generation;
     let key = &mut cx.key;
     key.clear();
     let mut field = |bytes: &[u8]| {
@@ -733,6 +833,7 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
         key.extend_from_slice(bytes);
     };
     field(&generation.to_le_bytes());
+    field(&dir_generation.to_le_bytes());
     field(&[u8::from(coproc)]);
     match stdin {
         Input::Inherited => field(b"inherited"),
@@ -810,6 +911,22 @@ fn split_word(word: Word) -> Vec<Word> {
             ..Word::default()
         })
         .collect()
+}
+
+/// Ends the innermost compound command: the directory is unknown after it when it
+/// changed inside it (known at the next command, which takes it).
+fn close_compound(st: &mut ListState) {
+    if let Some(Frame::Compound(changed)) = st.frames.last() {
+        st.forget_dir |= *changed;
+        st.frames.pop();
+    }
+}
+
+/// After `|`: the command before it ran in a subshell, so its `cd` is undone.
+fn undo_directory(cx: &mut Context, st: &mut ListState) {
+    if let Some(before) = st.undo.take() {
+        cx.set_dir(before);
+    }
 }
 
 /// Whether a word written so expands to no word when the script has no arguments.

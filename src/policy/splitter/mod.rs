@@ -24,6 +24,21 @@
 //! whose quotes bash's brace expansion reads otherwise than its parser (a `"` inside
 //! backquotes inside double quotes) is expanded as written and each result read again.
 //!
+//! Each command also carries the directory it runs in ([`SimpleCommand::dir`]): the
+//! directory the text starts in, changed by each `cd DIR` before it (also `builtin cd`,
+//! `command cd`, and `cd` alone, which goes home) whose operand is known as written:
+//! `/`-rooted, `~`- or `$HOME`-rooted, or relative, folded as `cd` folds it (`/etc/..`
+//! is `/`). A `cd` is taken as done for the rest of its list whatever the operator
+//! after it (`cd x || exit` is the idiom; a failed `cd x; ...` is not modelled), except
+//! where it runs in a subshell of its own: in a pipeline, in an and-or list put in the
+//! background (`cd x && make &`), in `( )`, `$( )`, backquotes and `coproc`, whose
+//! changes end with them, and in the script of `sh -c`, which starts where its shell
+//! runs. The directory is unknown from
+//! a `cd` whose operand is not known as written (`cd $x`, `cd -`, `cd ~user`, `cd` with
+//! options), after `pushd`, `popd`, `eval`, `source`, a command whose name is known only
+//! at run time, and after a compound command (`if`, `while`, `for`, `case`, `{ }`, a
+//! function's body) inside which the directory changed. `CDPATH` is not consulted.
+//!
 //! Limits: this is a filter for mistakes, not a sandbox. Anything decided at run time
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
 //! (`$(echo sudo)`), an alias defined outside the text, a function defined earlier, a script file, `source`, or a
@@ -38,6 +53,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+mod directory;
 mod expand;
 mod grammar;
 mod lexer;
@@ -76,6 +92,11 @@ pub struct SimpleCommand {
     /// The program's name (the first word of some layer) holds a substitution or a
     /// variable, so which program runs is only known at run time (`$cmd`, `zap$(x)me`).
     pub dynamic_name: bool,
+    /// The directory the command runs in, had every `cd` before it succeeded: `/`-rooted,
+    /// `~`-rooted, or relative to the directory the text starts in (`.` for that one).
+    /// None when something before it may have changed the directory in a way the text
+    /// does not say (see [`split`]).
+    pub dir: Option<String>,
 }
 
 /// The simple commands found in a text, and why it cannot be checked when it cannot.
@@ -157,6 +178,10 @@ struct Context {
     key: Vec<u8>,
     /// Set when a `$(` ran to the end of its text without its `)`.
     unclosed: bool,
+    /// The directory the next command runs in (see [`SimpleCommand::dir`]).
+    dir: Option<String>,
+    /// Changes whenever `dir` does: a command read again in another directory is another.
+    dir_generation: u64,
 }
 
 impl Context {
@@ -172,6 +197,16 @@ impl Context {
             scripts: HashSet::new(),
             key: Vec::new(),
             unclosed: false,
+            dir: Some(".".to_owned()),
+            dir_generation: 0,
+        }
+    }
+
+    /// Makes `dir` the directory the next command runs in.
+    fn set_dir(&mut self, dir: Option<String>) {
+        if self.dir != dir {
+            self.dir = dir;
+            self.dir_generation += 1;
         }
     }
 
@@ -240,6 +275,11 @@ impl Word {
     }
 }
 
+/// What the commands read at a point depend on besides the text: the depth, the
+/// substitutions around it, and the generations of the positional parameters and of the
+/// directory.
+type ReadState = (usize, usize, u64, u64);
+
 struct Parser<'s> {
     src: &'s [u8],
     pos: usize,
@@ -247,8 +287,8 @@ struct Parser<'s> {
     /// How many `$( )`, `<( )` or `>( )` of this text enclose the position.
     substitutions: usize,
     /// The last substitution read (its text's start and end, after the opening bracket)
-    /// with the depth, substitutions and parameters' generation it was read in.
-    last_substitution: Option<(usize, usize, (usize, usize, u64))>,
+    /// with the state it was read in.
+    last_substitution: Option<(usize, usize, ReadState)>,
     heredocs: Vec<Heredoc>,
     /// The word of the last `${x:-word}` read, for the word's alternative spelling.
     default_word: Option<Vec<u8>>,
@@ -294,6 +334,7 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
         // The same string read again (backticks repeated, `sh -c` with the same text) with
         // the same positional parameters finds the same commands.
         let mut key = cx.args_generation.to_le_bytes().to_vec();
+        key.extend_from_slice(&cx.dir_generation.to_le_bytes());
         key.extend_from_slice(text);
         if !cx.scripts.insert(key) {
             return;
@@ -378,6 +419,7 @@ fn emit_texts(
         cx.out.push(SimpleCommand {
             forms: spellings.clone(),
             innermost: spellings,
+            dir: cx.dir.clone(),
             ..SimpleCommand::default()
         });
         return false;
@@ -454,6 +496,7 @@ fn emit_texts(
         .cloned()
         .collect();
     command.dynamic_name = first_words().any(|name| names.dynamic.contains(name));
+    command.dir = cx.dir.clone();
     cx.out.push(command);
     if depth >= MAX_DEPTH {
         if !(scripts.is_empty() && expand.is_empty() && execs.is_empty()) {

@@ -199,7 +199,12 @@ impl<'s> Parser<'s> {
             return;
         }
         let start = self.pos;
-        let state = (self.depth, self.substitutions, cx.args_generation);
+        let state = (
+            self.depth,
+            self.substitutions,
+            cx.args_generation,
+            cx.dir_generation,
+        );
         if let Some((at, end, seen_state)) = self.last_substitution {
             let seen = &self.src[at..end];
             if seen_state == state && self.rest().starts_with(seen) {
