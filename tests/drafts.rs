@@ -99,6 +99,26 @@ fn rename_moves_a_draft_and_runs_it_under_the_new_name_only() {
 }
 
 #[test]
+fn a_draft_under_a_tmp_name_runs_only_once_renamed_however_late() {
+    let mount = Mount::with_args(&["--settle", "0ms"]);
+    std::fs::write(mount.p("ctl/late.tmp"), "echo ran late").unwrap();
+    // Looking for it would start any other draft at once; this one stays a draft.
+    let looked = std::fs::read_to_string(mount.p("cmd/late.tmp/wait")).map(|_| ());
+    assert_eq!(errno_of(looked), Some(libc::ENOENT));
+    let listed: Vec<String> = std::fs::read_dir(mount.p("cmd"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!listed.contains(&"late.tmp".to_string()), "{listed:?}");
+    assert!(mount.p("ctl/late.tmp").exists());
+    mount.ok("mv \"$M/ctl/late.tmp\" \"$M/ctl/late\"");
+    assert_eq!(mount.wait("late"), "completed\n");
+    assert_eq!(mount.read("cmd/late/stdout"), "ran late\n");
+    assert!(!mount.p("cmd/late.tmp").exists());
+    assert!(!mount.read("cmd/index.md").contains("late.tmp"));
+}
+
+#[test]
 fn names_and_sizes_are_checked() {
     let mount = Mount::start();
     for bad in [".hidden", "a b", "semi;colon", "caf\u{e9}", &"n".repeat(65)] {

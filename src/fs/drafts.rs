@@ -61,7 +61,7 @@ const REFUSALS_KEPT: usize = 10;
 
 /// Remembers a name refused at `ctl/` for `ctl/index.md`, where a writer whose shell
 /// said only "File exists" can read why.
-fn note_refusal(state: &mut State, name: &str, why: &str) {
+pub(super) fn note_refusal(state: &mut State, name: &str, why: &str) {
     if state.refusals.len() == REFUSALS_KEPT {
         state.refusals.pop_front();
     }
@@ -433,7 +433,7 @@ impl Tree {
         match decision {
             Ok((directives, shell_input)) => {
                 draft.stage = Stage::Decided {
-                    start_at: Instant::now() + self.config.settle,
+                    start_at: self.start_at(&draft.name),
                     directives,
                     shell_input,
                 };
@@ -500,13 +500,23 @@ impl Tree {
         id
     }
 
+    /// When a draft decided now under `name` starts on its own: after the settle time,
+    /// or never under a temporary name (a rename gives it its start).
+    fn start_at(&self, name: &str) -> Option<Instant> {
+        (!names::is_temporary(name)).then(|| Instant::now() + self.config.settle)
+    }
+
     /// Starts a decided draft: it leaves `ctl/` and appears under `cmd/` at once, as
-    /// a command whose spawn is queued (see [`Tree::start_pending`]).
+    /// a command whose spawn is queued (see [`Tree::start_pending`]). One under a
+    /// temporary name does not start.
     pub(super) fn start_draft(&self, state: &mut State, effects: &mut Effects, id: u64) {
         if !matches!(
             state.entries.get(&id),
             Some(Entry::Draft(Draft {
-                stage: Stage::Decided { .. },
+                stage: Stage::Decided {
+                    start_at: Some(_),
+                    ..
+                },
                 ..
             }))
         ) {
@@ -644,7 +654,15 @@ impl Tree {
         }
         state.ctl.remove(old.as_str());
         state.ctl.insert(new.clone(), id);
+        let start_at = self.start_at(&new);
         if let Some(draft) = state.draft_mut(id) {
+            // Out of a temporary name it starts a settle time from now; into one, it
+            // waits again. Between two other names its start stays as it was.
+            if let Stage::Decided { start_at: at, .. } = &mut draft.stage {
+                if at.is_none() || start_at.is_none() {
+                    *at = start_at;
+                }
+            }
             draft.name = new;
             draft.modified = SystemTime::now();
         }

@@ -364,8 +364,12 @@ impl Tree {
         for (id, entry) in &state.entries {
             match entry {
                 Entry::Draft(draft) => match draft.stage {
-                    Stage::Decided { start_at, .. } if start_at <= now => due.push(*id),
-                    Stage::Writing { writers: 0, .. }
+                    Stage::Decided {
+                        start_at: Some(start_at),
+                        ..
+                    } if start_at <= now => due.push(*id),
+                    // Empty, or decided under a temporary name and never renamed.
+                    Stage::Writing { writers: 0, .. } | Stage::Decided { start_at: None, .. }
                         if now.duration_since(draft.touched) >= self.config.keep =>
                     {
                         abandoned.push(*id)
@@ -402,6 +406,13 @@ impl Tree {
         for id in abandoned {
             if let Some(Entry::Draft(draft)) = state.entries.remove(&id) {
                 state.ctl.remove(&draft.name);
+                if !draft.text.is_empty() {
+                    drafts::note_refusal(
+                        state,
+                        &draft.name,
+                        "freed after --keep: a draft under a `.tmp` name runs only once                          renamed, and it never was",
+                    );
+                }
             }
         }
         for id in expired {

@@ -9,7 +9,8 @@ use super::{Later, Lookup, OpenMode, Write};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-const NAMES: [&str; 3] = ["a", "b", "c"];
+/// `c.tmp` is a temporary name: a draft decided under it waits for a rename.
+const NAMES: [&str; 3] = ["a", "b", "c.tmp"];
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -213,6 +214,7 @@ impl Model {
     fn lookup(&mut self, name: &str) -> Seen {
         if let Some(draft) = self.ctl.get(name) {
             match draft.stage {
+                Stage::Decided if name.ends_with(".tmp") => {}
                 Stage::Decided => {
                     self.ctl.remove(name);
                     self.cmd.insert(name.to_string(), Command::Starting);

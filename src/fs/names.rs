@@ -109,6 +109,13 @@ pub enum BadName {
     Reserved,
 }
 
+/// Whether `name` is a temporary one (`build.tmp`): a draft under it waits to be
+/// renamed and never starts as it is, so `echo x > ctl/build.tmp; mv ctl/build.tmp
+/// ctl/build` runs `build`, however long the `mv` comes after.
+pub fn is_temporary(name: &str) -> bool {
+    name.ends_with(".tmp")
+}
+
 /// Checks a command name: 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting with
 /// a dot, and not the reserved `index.md`.
 pub fn check_name(name: &[u8]) -> Result<&str, BadName> {

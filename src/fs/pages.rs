@@ -195,8 +195,9 @@ pub fn ctl_index(
          - `#terminalfs stdin` at the top gives it a standard input fed by writes to \
            `cmd/<name>/stdin`; `#terminalfs tty` (or `tty=COLSxROWS`) runs it on a \
            terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill).\n\
-         - Write to `ctl/<name>.tmp` and `mv` it to `ctl/<name>` at once, in the same \
-           shell line: a draft starts under its own name once {settle} have passed.\n\
+         - A draft whose name ends in `.tmp` never runs under that name: it waits for \
+           `mv ctl/<name>.tmp ctl/<name>` and starts {settle} after it (one never renamed \
+           is freed after --keep, and said below).\n\
          - A write that the deny list refuses fails with \"Operation not permitted\"; \
            `cmd/<name>/reason` says which rule refused it.\n\
          - `rm ctl/<name>` gives back a name that has not run yet.\n\
@@ -332,9 +333,10 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/script/wait\n\
          cat {m}/cmd/script/output\n\
          ```\n\n\
-         To choose the name last, write `ctl/<name>.tmp` and rename it at once: the text is \
-         decided when the writer closes it and starts {settle} later under whatever name it \
-         has then.\n\n\
+         To choose the name last, write `ctl/<name>.tmp` and rename it: a draft whose name \
+         ends in `.tmp` never runs under that name, however long the rename takes, and starts \
+         {settle} after it. Any other draft starts {settle} after its writer closes it, under \
+         the name it has then.\n\n\
          ```sh\n\
          echo 'echo deployed' > {m}/ctl/deploy.tmp && mv {m}/ctl/deploy.tmp {m}/ctl/deploy\n\
          cat {m}/cmd/deploy/wait\n\

@@ -53,8 +53,10 @@ pub(super) enum Stage {
     /// The last writer closed; the whole text is being checked outside the lock.
     Deciding,
     /// Accepted: it starts at `start_at`, or when something looks for it under `cmd/`.
+    /// Under a temporary name (see [`names::is_temporary`]) it has no start: it waits
+    /// for a rename.
     Decided {
-        start_at: Instant,
+        start_at: Option<Instant>,
         /// The `#terminalfs` lines.
         directives: Directives,
         /// It asked for input and some program of it is a shell: what is written to
@@ -360,7 +362,15 @@ impl State {
     /// or decided (an empty one that nobody writes is not).
     pub fn drafts_coming(&self) -> bool {
         self.drafts().any(|draft| {
-            draft.writers() > 0 || matches!(draft.stage, Stage::Deciding | Stage::Decided { .. })
+            draft.writers() > 0
+                || matches!(
+                    draft.stage,
+                    Stage::Deciding
+                        | Stage::Decided {
+                            start_at: Some(_),
+                            ..
+                        }
+                )
         })
     }
 

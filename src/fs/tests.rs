@@ -534,6 +534,53 @@ fn an_undecided_draft_can_be_removed() {
 }
 
 #[test]
+fn a_draft_under_a_temporary_name_waits_for_its_rename() {
+    // A settle time already over: only the temporary name holds it back.
+    let rig = Rig::with(Duration::ZERO, Duration::from_secs(3600));
+    rig.submit("late.tmp", "echo ran").expect("accepted");
+    rig.tree.tick();
+    assert!(!rig.tree.state.lock().drafts_coming(), "no start is coming");
+    // Looking for it under `cmd/` does not start it either.
+    assert_eq!(errno(rig.lookup(names::CMD, "late.tmp")), libc::ENOENT);
+    rig.ls(names::CMD);
+    assert_eq!(rig.fake.spawns(), 0);
+    assert!(rig.draft_attr("late.tmp").is_ok(), "still a draft");
+
+    // Renamed, it starts under its new name, never the old one.
+    rig.tree
+        .rename(names::CTL, b"late.tmp", names::CTL, b"late")
+        .expect("renamed");
+    rig.tree.tick();
+    rig.tree.start_pending();
+    assert_eq!(rig.fake.spawns(), 1);
+    assert_eq!(rig.read("late", "command"), "echo ran");
+    assert_eq!(errno(rig.lookup(names::CMD, "late.tmp")), libc::ENOENT);
+
+    // Renamed into a temporary name before its start, it waits again.
+    let rig = Rig::new();
+    rig.submit("soon", "echo soon").expect("accepted");
+    rig.tree
+        .rename(names::CTL, b"soon", names::CTL, b"soon.tmp")
+        .expect("renamed");
+    assert_eq!(errno(rig.lookup(names::CMD, "soon.tmp")), libc::ENOENT);
+    assert_eq!(rig.fake.spawns(), 0);
+}
+
+#[test]
+fn a_temporary_draft_never_renamed_is_freed_after_keep_and_said() {
+    let rig = Rig::with(Duration::ZERO, Duration::ZERO);
+    rig.submit("forgot.tmp", "echo x").expect("accepted");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CTL, "forgot.tmp")), libc::ENOENT);
+    assert_eq!(rig.fake.spawns(), 0);
+    let page = rig.cat(names::CTL_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("forgot.tmp") && page.contains("never was"),
+        "{page}"
+    );
+}
+
+#[test]
 fn an_empty_draft_stays_until_it_is_abandoned() {
     let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
     let fh = rig.create("empty").expect("created");
