@@ -483,3 +483,42 @@ fn a_relative_operand_is_judged_from_the_directory_it_runs_in() {
     assert!(dummy.exists());
     succeeded(&check(&inside));
 }
+
+#[test]
+fn check_judges_from_the_current_directory_unless_told() {
+    // `check` never runs what it is given.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let settings = dir.path().join("settings.json");
+    succeeded(&run_binary(&[&"--init-settings", &settings]));
+    let check = |cwd: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(crate::common::BIN)
+            .current_dir(cwd)
+            .arg("check")
+            .arg("--settings")
+            .arg(&settings)
+            .args(args)
+            .output()
+            .expect("the binary runs")
+    };
+    let out = check(std::path::Path::new("/"), &["rm -rf *"]);
+    assert_eq!(out.status.code(), Some(1));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("(it runs in /, so '*' is judged as '/*')"),
+        "{printed}"
+    );
+    assert!(printed.contains("    judged as: rm -rf /* ("), "{printed}");
+    // --cwd names the directory a mount's --cwd would.
+    succeeded(&check(
+        std::path::Path::new("/"),
+        &["--cwd", "/tmp", "rm -rf *"],
+    ));
+    let out = check(dir.path(), &["--cwd", "/usr/lib", "rm -rf ../../*"]);
+    assert_eq!(out.status.code(), Some(1));
+    succeeded(&check(std::path::Path::new("/"), &["cd /tmp && rm -rf *"]));
+    let out = check(dir.path(), &["cd /etc; rm -rf .."]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("rule: Bash(rm -r /)\n"),
+        "{out:?}"
+    );
+}

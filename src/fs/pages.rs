@@ -465,8 +465,10 @@ pub fn skill(site: &Site) -> String {
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
          the deny list (or a bad `#terminalfs` line). The command did not run; \
-         `{m}/cmd/<name>/reason` names the rule. Do not try to get around the rule: ask the \
-         user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
+         `{m}/cmd/<name>/reason` names the rule. A relative path given to `rm`, `chmod`, \
+         `chown` or `chgrp` is judged as the path it names from where the command runs: \
+         `cd / && rm -rf *` is `rm -rf /*`, and `reason` says what it was judged as. Do not \
+         try to get around the rule: ask the user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
          `cmd/<name>` first. \"Invalid argument\" means the name is not allowed.\n\n\
          ## Rules of thumb\n\n\
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
