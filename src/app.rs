@@ -64,6 +64,20 @@ fn detached(path: &Path, mount_point: &Path, seen: &mut bool) -> bool {
     }
 }
 
+/// Why a mount failed, with what to check when the answer alone does not say: a user
+/// who may not use `/dev/fuse` gets a bare "Permission denied".
+fn mount_failed(path: &Path, error: &std::io::Error) -> String {
+    let mut message = format!("cannot mount at {}: {error}", path.display());
+    if error.kind() == std::io::ErrorKind::PermissionDenied {
+        message.push_str(
+            "; a user other than root needs /dev/fuse readable and writable (mode 0666, as \
+             Debian's udev rule sets it) and fusermount3 installed (package fuse3), and must \
+             own the mount point",
+        );
+    }
+    message
+}
+
 /// `terminalfs --unmount`: unmounts whatever is at `path` (a live driver then stops
 /// its commands itself; a crashed one's leftovers are reaped here). On Linux, a FUSE
 /// mount's connection is then given `patience` to end (its driver answers what waits,
@@ -586,7 +600,7 @@ fn serve(
         fuse_config.n_threads = Some(2);
     }
     let mut session = fuser::Session::new(parts.driver, &config.path, &fuse_config)
-        .map_err(|e| format!("cannot mount at {}: {e}", config.path.display()))?;
+        .map_err(|e| mount_failed(&config.path, &e))?;
     let mut unmounter = session.unmount_callable();
     let session_thread = std::thread::Builder::new()
         .name("tfs-session".into())
@@ -673,6 +687,23 @@ fn serve(
 mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_refused_mount_says_what_to_check() {
+        let path = Path::new("/home/u/mnt");
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let said = mount_failed(path, &denied);
+        assert!(
+            said.starts_with("cannot mount at /home/u/mnt: Permission denied"),
+            "{said}"
+        );
+        assert!(
+            said.contains("/dev/fuse") && said.contains("fuse3"),
+            "{said}"
+        );
+        let busy = std::io::Error::from_raw_os_error(libc::EBUSY);
+        assert!(!mount_failed(path, &busy).contains("/dev/fuse"));
+    }
 
     #[test]
     fn the_readiness_pipe_is_closed_on_exec() {

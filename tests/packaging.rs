@@ -523,3 +523,107 @@ fn a_closed_stdout_and_stderr_give_exit_code_1() {
         .unwrap();
     assert_eq!(status.code(), Some(1), "{status}");
 }
+
+/// Runs the README's one command for a fresh machine with every program it calls
+/// replaced by a stub that logs its arguments; `present` are the stubs on PATH (besides
+/// `cargo`, `terminalfs` and `apt-get`), `uid` what `id -u` prints. Returns the exit
+/// status, the calls made in order, and stderr.
+fn run_fresh_machine_command(present: &[&str], uid: u32) -> (bool, Vec<String>, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let blocks = readme_blocks("Run it (fresh Debian, Rust installed)");
+    assert_eq!(blocks.len(), 1, "one command: {blocks:?}");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (bin, log, home) = (
+        dir.path().join("bin"),
+        dir.path().join("calls"),
+        dir.path().join("home"),
+    );
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let stub = |name: &str, body: &str| {
+        let path = bin.join(name);
+        let script = format!(
+            "#!/bin/sh\necho \"{name} $*\" >> '{}'\n{body}\n",
+            log.display()
+        );
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    for name in ["cargo", "terminalfs", "apt-get"].iter().chain(present) {
+        stub(name, "exit 0");
+    }
+    // `sudo` runs what it is given; `id` answers for the user asked about.
+    if present.contains(&"sudo") {
+        stub("sudo", "exec \"$@\"");
+    }
+    std::fs::write(
+        bin.join("id"),
+        format!("#!/bin/sh\n[ \"$1\" = -u ] && echo {uid}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("id"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("/bin/bash")
+        .args(["-c", &blocks[0]])
+        .env_clear()
+        .env("PATH", &bin)
+        .env("HOME", &home)
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash runs");
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (
+        out.status.success(),
+        calls,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_fresh_machine_command_installs_what_is_missing_then_builds_and_mounts() {
+    // Everything there: build, write the default deny list, mount.
+    let (ok, calls, _) = run_fresh_machine_command(&["fusermount3", "cc"], 1000);
+    assert!(ok);
+    assert_eq!(
+        calls,
+        [
+            "cargo install --locked --path .",
+            "terminalfs --init-settings",
+            "terminalfs "
+        ]
+    );
+
+    // FUSE and the linker missing, as root: both installed first.
+    let (ok, calls, _) = run_fresh_machine_command(&[], 0);
+    assert!(ok);
+    assert_eq!(
+        calls[..2],
+        ["apt-get update", "apt-get install -y fuse3 gcc"]
+    );
+    assert_eq!(calls[2], "cargo install --locked --path .");
+
+    // Only the linker missing, as a user with sudo.
+    let (ok, calls, _) = run_fresh_machine_command(&["fusermount3", "sudo"], 1000);
+    assert!(ok);
+    assert_eq!(
+        calls[..4],
+        [
+            "sudo apt-get update",
+            "apt-get update",
+            "sudo apt-get install -y gcc",
+            "apt-get install -y gcc"
+        ]
+    );
+
+    // A user without sudo is told what to install, and nothing is built.
+    let (ok, calls, stderr) = run_fresh_machine_command(&[], 1000);
+    assert!(!ok);
+    assert!(calls.is_empty(), "{calls:?}");
+    assert!(
+        stderr.contains("as root: apt-get install fuse3 gcc"),
+        "{stderr}"
+    );
+}
