@@ -227,12 +227,28 @@ fn pages_have_frontmatter_and_say_what_they_should() {
 }
 
 #[test]
-fn skill_examples_work_when_copied() {
+fn the_index_cuts_a_long_command_and_command_keeps_it_whole() {
     let mount = Mount::start();
-    let skill = mount.read("skills/terminalfs/SKILL.md");
+    // One line of 100 kB (under the kernel's limit for one argument, so it runs).
+    let text = format!(": {}", "é".repeat(50_000));
+    assert_eq!(mount.run("long", &text), "completed\n");
+    let index = mount.read("cmd/index.md");
+    let row = index
+        .lines()
+        .find(|line| line.starts_with("| [long]"))
+        .unwrap_or_else(|| panic!("no row: {index}"));
+    let shown: String = text.chars().take(200).collect();
+    assert!(row.contains(&format!("`{shown}` … (cut)")), "{row}");
+    assert!(row.len() < 600, "{} bytes: {row}", row.len());
+    assert!(index.contains("at most 200 characters"), "{index}");
+    assert_eq!(mount.read("cmd/long/command"), text);
+}
+
+/// The fenced `sh` blocks of a Markdown text.
+fn sh_blocks(text: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
-    for line in skill.lines() {
+    for line in text.lines() {
         match (&mut current, line) {
             (None, "```sh") => current = Some(String::new()),
             (Some(block), "```") => {
@@ -246,6 +262,101 @@ fn skill_examples_work_when_copied() {
             _ => {}
         }
     }
+    blocks
+}
+
+/// The `(name, file)` pairs a line names as `cmd/<name>/<file>`.
+fn command_files(line: &str) -> Vec<(&str, &str)> {
+    let word = |c: char| c.is_ascii_alphanumeric() || "_.-".contains(c);
+    line.match_indices("cmd/")
+        .filter_map(|(at, _)| {
+            let rest = &line[at + 4..];
+            let name_end = rest.find(|c| !word(c))?;
+            let rest_file = rest[name_end..].strip_prefix('/')?;
+            let file_end = rest_file.find(|c| !word(c)).unwrap_or(rest_file.len());
+            Some((&rest[..name_end], &rest_file[..file_end]))
+        })
+        .collect()
+}
+
+/// Lines of `block` that read a command's output or exit code before anything waited
+/// for it (its `wait` or `follow`, or a loop that polls it): a read straight after the
+/// write races the command and often finds nothing yet.
+fn unwaited_reads(block: &str) -> Vec<String> {
+    let mut started = std::collections::HashSet::new();
+    let mut waited = std::collections::HashSet::new();
+    let mut bad = Vec::new();
+    for line in block.lines() {
+        let looping = ["for ", "until ", "while "]
+            .iter()
+            .any(|w| line.trim_start().starts_with(w));
+        for (name, file) in command_files(line) {
+            if looping || matches!(file, "wait" | "follow") {
+                waited.insert(name.to_string());
+            } else if matches!(file, "stdout" | "stderr" | "output" | "exitcode" | "screen")
+                && started.contains(name)
+                && !waited.contains(name)
+            {
+                bad.push(line.to_string());
+            }
+        }
+        if let Some(at) = line.find("ctl/") {
+            let name: String = line[at + 4..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "_.-".contains(*c))
+                .collect();
+            started.insert(name.clone());
+            waited.remove(&name);
+        }
+    }
+    bad
+}
+
+#[test]
+fn examples_wait_before_they_read_output() {
+    // The rule catches the race it is for.
+    assert_eq!(
+        unwaited_reads("echo x > $M/ctl/a\ncat $M/cmd/a/stdout\n"),
+        ["cat $M/cmd/a/stdout"]
+    );
+    assert!(unwaited_reads("echo x > $M/ctl/a\ncat $M/cmd/a/wait\ncat $M/cmd/a/stdout\n").is_empty());
+    let mount = Mount::start();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("the README");
+    let mut texts = vec![("README.md".to_string(), readme)];
+    for page in ["index.md", "ctl/index.md", "cmd/index.md", "skills/terminalfs/SKILL.md"] {
+        texts.push((page.to_string(), mount.read(page)));
+    }
+    let mut blocks = 0;
+    for (page, text) in &texts {
+        for block in sh_blocks(text) {
+            blocks += 1;
+            let bad = unwaited_reads(&block);
+            assert!(bad.is_empty(), "{page}: {bad:?} reads before waiting:\n{block}");
+        }
+    }
+    assert!(blocks >= 10, "only {blocks} examples found");
+    // The example of the empty index prints what it shows, every time.
+    let example = sh_blocks(&mount.read("cmd/index.md")).concat();
+    assert!(example.contains("ctl/hello"), "{example}");
+    let uname = std::process::Command::new("uname").arg("-a").output().unwrap();
+    for round in 0..5 {
+        let out = mount.sh(&format!("set -e\n{example}"));
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("completed\n{}", String::from_utf8_lossy(&uname.stdout)),
+            "round {round}"
+        );
+        mount.ok("rm -r \"$M/cmd/hello\"");
+    }
+}
+
+#[test]
+fn skill_examples_work_when_copied() {
+    let mount = Mount::start();
+    let skill = mount.read("skills/terminalfs/SKILL.md");
+    let blocks = sh_blocks(&skill);
     assert!(
         blocks.len() >= 3,
         "SKILL.md has {} shell examples",

@@ -69,25 +69,36 @@ fn frontmatter(kind: &str, title: &str, description: &str, extra: &[(&str, Strin
     out
 }
 
+/// How many characters of a command's first line `cmd/index.md` shows.
+pub const CELL_CHARS: usize = 200;
+
+/// What follows a first line cut at [`CELL_CHARS`].
+const CUT_MARK: &str = " … (cut)";
+
 /// The first line of a command as a Markdown table cell: verbatim inside a code span
 /// (what the table itself forces, `|`, is written `\|`, which a table's code span
 /// shows as `|`), then an ellipsis when more lines follow. Control characters, which
-/// would break the row, show as spaces.
+/// would break the row, show as spaces. A first line longer than [`CELL_CHARS`]
+/// characters is cut there and marked, so one long command cannot swell the page.
 pub fn table_cell(text: &[u8]) -> String {
     let text = String::from_utf8_lossy(text);
     let trimmed = text.trim_end_matches(['\n', '\r']);
     let mut lines = trimmed.lines();
     let first = lines.next().unwrap_or("");
     let more = lines.next().is_some();
+    let cut = first.chars().nth(CELL_CHARS).is_some();
     let first: String = first
         .chars()
+        .take(CELL_CHARS)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     if first.trim().is_empty() {
         return if more { "(blank) …" } else { "(blank)" }.to_string();
     }
     let mut cell = code_span(&first.replace('|', "\\|"));
-    if more {
+    if cut {
+        cell.push_str(CUT_MARK);
+    } else if more {
         cell.push_str(" …");
     }
     cell
@@ -237,10 +248,18 @@ pub fn cmd_index(site: &Site, rows: &[Row], evicted: u64) -> String {
     if rows.is_empty() {
         page.push_str(&format!(
             "Nothing has run yet. Start something with:\n\n\
-             ```sh\necho 'uname -a' > {m}/ctl/hello\ncat {m}/cmd/hello/stdout\n```\n"
+             ```sh\necho 'uname -a' > {m}/ctl/hello\ncat {m}/cmd/hello/wait\n\
+             cat {m}/cmd/hello/stdout\n```\n\n\
+             `wait` blocks until the command stops; its output is complete after that.\n"
         ));
         return page;
     }
+    page.push_str(&format!(
+        "The command column shows each command's first line, at most {CELL_CHARS} \
+         characters: a line cut there ends in `{cut}`, a command of more lines in `…`. \
+         `cat {m}/cmd/<name>/command` shows the whole text.\n\n",
+        cut = CUT_MARK.trim_start(),
+    ));
     page.push_str(
         "| name | status | exit code | started | duration | command | kept bytes | dropped bytes |\n",
     );
@@ -673,6 +692,23 @@ mod tests {
         assert_eq!(table_cell(b"`a``b"), "``` `a``b ```");
         assert_eq!(table_cell(b" \n\n"), "(blank)");
         assert_eq!(table_cell(b"a\tb\nsecond"), "`a b` …");
+    }
+
+    #[test]
+    fn a_long_first_line_is_cut_on_a_character_boundary() {
+        // Exactly the width shows whole.
+        let whole = "x".repeat(CELL_CHARS);
+        assert_eq!(table_cell(whole.as_bytes()), format!("`{whole}`"));
+        // 300 kB on one line, of two-byte characters, becomes one short cell.
+        let long = "é".repeat(150_000);
+        let cell = table_cell(long.as_bytes());
+        assert_eq!(cell, format!("`{}` … (cut)", "é".repeat(CELL_CHARS)));
+        // Cut and more lines: the cut says it.
+        let text = format!("{}\nsecond", "y".repeat(CELL_CHARS + 1));
+        assert_eq!(
+            table_cell(text.as_bytes()),
+            format!("`{}` … (cut)", "y".repeat(CELL_CHARS))
+        );
     }
 
     #[test]
