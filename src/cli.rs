@@ -154,9 +154,11 @@ pub struct Cli {
     pub completions: Option<Shell>,
 
     /// Print the man page (roff) and exit
-    /// (`terminalfs --man | gzip > ~/.local/share/man/man1/terminalfs.1.gz`)
-    #[arg(long)]
-    pub man: bool,
+    /// (`terminalfs --man | gzip > ~/.local/share/man/man1/terminalfs.1.gz`); with
+    /// `check` or `selftest`, the page of that subcommand, terminalfs-check(1) or
+    /// terminalfs-selftest(1)
+    #[arg(long, value_name = "SUBCOMMAND", num_args = 0..=1, value_parser = MAN_PAGES)]
+    pub man: Option<Option<String>>,
 
     #[command(subcommand)]
     pub command: Option<Subcommand>,
@@ -196,6 +198,66 @@ pub enum Subcommand {
     },
 }
 
+impl Cli {
+    /// Checks the flags that name files and directories before anything is mounted or
+    /// created: a value that cannot work is a usage error, which names the flag and
+    /// exits 2 like any other bad value. (A missing settings file is not a bad value:
+    /// the driver says how to make one.)
+    pub fn check_paths(&self) -> Result<(), clap::Error> {
+        let bad = |flag: &str, value: &std::path::Path, why: &str| {
+            Cli::command().error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{}' for '{flag}': {why}", value.display()),
+            )
+        };
+        let directory = |flag: &str, value: &Option<PathBuf>, must_exist: bool| {
+            let Some(value) = value else { return Ok(()) };
+            match std::fs::metadata(value) {
+                Ok(meta) if meta.is_dir() => Ok(()),
+                Ok(_) => Err(bad(flag, value, "not a directory")),
+                Err(_) if !must_exist => Ok(()),
+                Err(e) => Err(bad(flag, value, &format!("cannot use it as a directory: {e}"))),
+            }
+        };
+        let file = |flag: &str, value: &Option<PathBuf>| match value {
+            Some(value) if value.is_dir() => Err(bad(flag, value, "a directory, not a file")),
+            _ => Ok(()),
+        };
+        directory("--path <DIR>", &self.path, false)?;
+        directory("--cwd <DIR>", &self.cwd, true)?;
+        directory("--state-dir <DIR>", &self.state_dir, false)?;
+        file("--settings <FILE>", &self.settings)?;
+        file("--audit-log <FILE>", &self.audit_log)?;
+        file("--pid-file <FILE>", &self.pid_file)?;
+        file("--log-file <FILE>", &self.log_file)?;
+        if let Some(shell) = &self.shell {
+            if !runnable(shell) {
+                return Err(bad(
+                    "--shell <PATH>",
+                    shell,
+                    "not an executable file (a name without a slash is looked up on PATH)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `program` names an executable regular file, looked up on `PATH` when it
+/// has no slash, as commands' shells are.
+fn runnable(program: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return executable(program);
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+}
+
 /// The completion script for `shell`, generated from the definition above.
 pub fn completion_script(shell: Shell) -> Vec<u8> {
     let mut script = Vec::new();
@@ -203,9 +265,42 @@ pub fn completion_script(shell: Shell) -> Vec<u8> {
     script
 }
 
-/// The man page (section 1, roff), generated from the definition above.
-pub fn man_page() -> std::io::Result<Vec<u8>> {
+/// The subcommands that have a man page of their own, which the main page lists as
+/// `terminalfs-<name>(1)`.
+pub const MAN_PAGES: [&str; 2] = ["check", "selftest"];
+
+/// The title of a subcommand's page.
+fn page_title(subcommand: &str) -> Option<&'static str> {
+    match subcommand {
+        "check" => Some("terminalfs-check"),
+        "selftest" => Some("terminalfs-selftest"),
+        _ => None,
+    }
+}
+
+/// A man page (section 1, roff), generated from the definition above: the main one,
+/// or with `subcommand`, `terminalfs-<subcommand>`.
+pub fn man_page(subcommand: Option<&str>) -> std::io::Result<Vec<u8>> {
+    // `terminalfs help` has no page: the main page lists only pages that exist.
+    let main = Cli::command().disable_help_subcommand(true);
+    let command = match subcommand {
+        None => main,
+        Some(name) => {
+            let missing = || {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("no man page for {name}"),
+                )
+            };
+            let title = page_title(name).ok_or_else(missing)?;
+            let sub = main.find_subcommand(name).cloned().ok_or_else(missing)?;
+            sub.name(title).bin_name(format!("terminalfs {name}"))
+        }
+    };
+    let source = format!("{} {}", command.get_name(), env!("CARGO_PKG_VERSION"));
     let mut page = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+    clap_mangen::Man::new(command)
+        .source(source)
+        .render(&mut page)?;
     Ok(page)
 }

@@ -44,9 +44,9 @@ fn run(cli: &Cli) -> Result<(), String> {
     if let Some(shell) = cli.completions {
         return print_bytes(&terminalfs::completion_script(shell));
     }
-    if cli.man {
-        let page =
-            terminalfs::man_page().map_err(|e| format!("cannot render the man page: {e}"))?;
+    if let Some(subcommand) = &cli.man {
+        let page = terminalfs::man_page(subcommand.as_deref())
+            .map_err(|e| format!("cannot render the man page: {e}"))?;
         return print_bytes(&page);
     }
     if let Some(file) = &cli.init_settings {
@@ -90,6 +90,9 @@ fn run(cli: &Cli) -> Result<(), String> {
             terminalfs::clean_up(&path, cli.force, patience)?
         );
         return Ok(());
+    }
+    if let Err(bad) = cli.check_paths() {
+        bad.exit();
     }
     let config = Config::from_cli(cli)?;
     terminalfs::run(config)

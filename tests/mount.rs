@@ -39,12 +39,14 @@ fn refuses_a_mount_point_that_is_not_an_empty_directory() {
     std::fs::write(busy.join("notes.txt"), "mine").unwrap();
     let file = dir.path().join("file");
     std::fs::write(&file, "mine").unwrap();
-    for (path, sentence) in [
-        (&busy, "is not empty: mounting there would hide its files"),
-        (&file, "is not a directory"),
+    // A file is a bad value for the flag (exit 2); a busy directory is refused at the
+    // mount (exit 1).
+    for (path, sentence, code) in [
+        (&busy, "is not empty: mounting there would hide its files", 1),
+        (&file, "not a directory", 2),
     ] {
         let out = run_binary(&[&"--path", path, &"--settings", &settings]);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(out.status.code(), Some(code), "{out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(sentence), "{stderr}");
         assert!(stderr.contains(&path.display().to_string()), "{stderr}");
@@ -80,6 +82,41 @@ fn bad_flag_values_name_the_flag_and_exit_2() {
         assert!(stderr.contains(sentence), "{flag} {value}: {stderr}");
         assert!(!path.exists(), "{flag} {value} made the mount point");
     }
+    // Values naming files and directories are checked before anything is made.
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "mine").unwrap();
+    let (file, folder) = (file.to_str().unwrap(), dir.path().to_str().unwrap());
+    for (flag, value, sentence) in [
+        ("--cwd", "/nonexistent", "cannot use it as a directory"),
+        ("--cwd", file, "not a directory"),
+        ("--path", file, "not a directory"),
+        ("--state-dir", file, "not a directory"),
+        ("--settings", folder, "a directory, not a file"),
+        ("--audit-log", folder, "a directory, not a file"),
+        ("--shell", "/nonexistent/sh", "not an executable file"),
+        ("--shell", file, "not an executable file"),
+        ("--shell", "no-such-shell-anywhere", "not an executable file"),
+    ] {
+        let path = dir.path().join("mnt");
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&flag, &value];
+        if flag != "--settings" {
+            args.extend([&"--settings" as &dyn AsRef<std::ffi::OsStr>, &settings]);
+        }
+        if flag != "--path" {
+            args.extend([&"--path" as &dyn AsRef<std::ffi::OsStr>, &path]);
+        }
+        let out = run_binary(&args);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(value), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(sentence), "{flag} {value}: {stderr}");
+        assert!(!path.exists(), "{flag} {value} made the mount point");
+    }
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "mine");
     // The smallest values in range start.
     let mount = Mount::with_args(&["--max-output", "2"]);
     assert_eq!(mount.run("small", "echo abc"), "completed\n");
