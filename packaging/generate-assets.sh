@@ -3,6 +3,8 @@
 # from the command-line definition in src/cli.rs by the binary itself:
 #
 #   <out>/terminalfs.1.gz                  the man page
+#   <out>/terminalfs-check.1.gz            the man page of `terminalfs check`
+#   <out>/terminalfs-selftest.1.gz         the man page of `terminalfs selftest`
 #   <out>/completions/terminalfs.bash      bash completion
 #   <out>/completions/_terminalfs          zsh completion
 #   <out>/completions/terminalfs.fish      fish completion
@@ -38,6 +40,11 @@ mkdir -p "$out/completions"
 # never leaves a truncated file behind.
 "$bin" --man | gzip -9 -n >"$out/terminalfs.1.gz.tmp"
 mv "$out/terminalfs.1.gz.tmp" "$out/terminalfs.1.gz"
+# The main page lists these as terminalfs-<name>(1).
+for name in check selftest; do
+    "$bin" --man "$name" | gzip -9 -n >"$out/terminalfs-$name.1.gz.tmp"
+    mv "$out/terminalfs-$name.1.gz.tmp" "$out/terminalfs-$name.1.gz"
+done
 
 for pair in bash:terminalfs.bash zsh:_terminalfs fish:terminalfs.fish; do
     shell=${pair%%:*}
@@ -46,4 +53,4 @@ for pair in bash:terminalfs.bash zsh:_terminalfs fish:terminalfs.fish; do
     mv "$file.tmp" "$file"
 done
 
-echo "generate-assets.sh: wrote the man page and completions to $out"
+echo "generate-assets.sh: wrote the man pages and completions to $out"

@@ -307,6 +307,34 @@ fn generate_assets_writes_man_page_and_completions() {
         stdout_of(&["--man"])
     );
 
+    // Every page the main page refers to is written, and is that subcommand's page.
+    let main = stdout_of(&["--man"]).replace("\\-", "-");
+    let referred: std::collections::BTreeSet<&str> = main
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '(' || c == ')'))
+        .filter_map(|word| word.strip_prefix("terminalfs-")?.strip_suffix("(1)"))
+        .collect();
+    assert_eq!(
+        referred.iter().copied().collect::<Vec<_>>(),
+        ["check", "selftest"],
+        "{main}"
+    );
+    for name in referred {
+        let file = out.join(format!("terminalfs-{name}.1.gz"));
+        let unzipped = Command::new("gzip")
+            .arg("-dc")
+            .arg(&file)
+            .output()
+            .expect("gzip runs");
+        assert!(unzipped.status.success(), "{}: {unzipped:?}", file.display());
+        let page = String::from_utf8(unzipped.stdout).expect("utf-8 man page");
+        assert_eq!(page, stdout_of(&["--man", name]));
+        let page = page.replace("\\-", "-");
+        assert!(page.contains(&format!(".TH terminalfs-{name} 1")), "{page}");
+        assert!(page.contains(&format!("terminalfs {name}")), "{page}");
+    }
+    let settings = stdout_of(&["--man", "check"]).replace("\\-", "-");
+    assert!(settings.contains("--settings"), "{settings}");
+
     for (shell, file) in [
         ("bash", "terminalfs.bash"),
         ("zsh", "_terminalfs"),

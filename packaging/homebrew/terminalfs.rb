@@ -45,6 +45,9 @@ class Terminalfs < Formula
     # Completions and the man page come from the binary's own command-line definition.
     generate_completions_from_executable(bin/"terminalfs", "--completions")
     (man1/"terminalfs.1").write Utils.safe_popen_read(bin/"terminalfs", "--man")
+    %w[check selftest].each do |name|
+      (man1/"terminalfs-#{name}.1").write Utils.safe_popen_read(bin/"terminalfs", "--man", name)
+    end
   end
 
   def caveats
