@@ -216,7 +216,11 @@ impl Cli {
                 Ok(meta) if meta.is_dir() => Ok(()),
                 Ok(_) => Err(bad(flag, value, "not a directory")),
                 Err(_) if !must_exist => Ok(()),
-                Err(e) => Err(bad(flag, value, &format!("cannot use it as a directory: {e}"))),
+                Err(e) => Err(bad(
+                    flag,
+                    value,
+                    &format!("cannot use it as a directory: {e}"),
+                )),
             }
         };
         let file = |flag: &str, value: &Option<PathBuf>| match value {

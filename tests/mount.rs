@@ -42,7 +42,11 @@ fn refuses_a_mount_point_that_is_not_an_empty_directory() {
     // A file is a bad value for the flag (exit 2); a busy directory is refused at the
     // mount (exit 1).
     for (path, sentence, code) in [
-        (&busy, "is not empty: mounting there would hide its files", 1),
+        (
+            &busy,
+            "is not empty: mounting there would hide its files",
+            1,
+        ),
         (&file, "not a directory", 2),
     ] {
         let out = run_binary(&[&"--path", path, &"--settings", &settings]);
@@ -98,7 +102,11 @@ fn bad_flag_values_name_the_flag_and_exit_2() {
         ("--audit-log", folder, "a directory, not a file"),
         ("--shell", "/nonexistent/sh", "not an executable file"),
         ("--shell", file, "not an executable file"),
-        ("--shell", "no-such-shell-anywhere", "not an executable file"),
+        (
+            "--shell",
+            "no-such-shell-anywhere",
+            "not an executable file",
+        ),
     ] {
         let path = dir.path().join("mnt");
         let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&flag, &value];

@@ -325,7 +325,11 @@ fn generate_assets_writes_man_page_and_completions() {
             .arg(&file)
             .output()
             .expect("gzip runs");
-        assert!(unzipped.status.success(), "{}: {unzipped:?}", file.display());
+        assert!(
+            unzipped.status.success(),
+            "{}: {unzipped:?}",
+            file.display()
+        );
         let page = String::from_utf8(unzipped.stdout).expect("utf-8 man page");
         assert_eq!(page, stdout_of(&["--man", name]));
         let page = page.replace("\\-", "-");

@@ -319,12 +319,19 @@ fn examples_wait_before_they_read_output() {
         unwaited_reads("echo x > $M/ctl/a\ncat $M/cmd/a/stdout\n"),
         ["cat $M/cmd/a/stdout"]
     );
-    assert!(unwaited_reads("echo x > $M/ctl/a\ncat $M/cmd/a/wait\ncat $M/cmd/a/stdout\n").is_empty());
+    assert!(
+        unwaited_reads("echo x > $M/ctl/a\ncat $M/cmd/a/wait\ncat $M/cmd/a/stdout\n").is_empty()
+    );
     let mount = Mount::start();
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .expect("the README");
     let mut texts = vec![("README.md".to_string(), readme)];
-    for page in ["index.md", "ctl/index.md", "cmd/index.md", "skills/terminalfs/SKILL.md"] {
+    for page in [
+        "index.md",
+        "ctl/index.md",
+        "cmd/index.md",
+        "skills/terminalfs/SKILL.md",
+    ] {
         texts.push((page.to_string(), mount.read(page)));
     }
     let mut blocks = 0;
@@ -332,14 +339,20 @@ fn examples_wait_before_they_read_output() {
         for block in sh_blocks(text) {
             blocks += 1;
             let bad = unwaited_reads(&block);
-            assert!(bad.is_empty(), "{page}: {bad:?} reads before waiting:\n{block}");
+            assert!(
+                bad.is_empty(),
+                "{page}: {bad:?} reads before waiting:\n{block}"
+            );
         }
     }
     assert!(blocks >= 10, "only {blocks} examples found");
     // The example of the empty index prints what it shows, every time.
     let example = sh_blocks(&mount.read("cmd/index.md")).concat();
     assert!(example.contains("ctl/hello"), "{example}");
-    let uname = std::process::Command::new("uname").arg("-a").output().unwrap();
+    let uname = std::process::Command::new("uname")
+        .arg("-a")
+        .output()
+        .unwrap();
     for round in 0..5 {
         let out = mount.sh(&format!("set -e\n{example}"));
         assert!(out.status.success(), "{out:?}");
