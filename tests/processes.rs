@@ -1,6 +1,6 @@
 //! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
 
-use crate::common::{group_members, process_alive, wait_until, Mount};
+use crate::common::{group_members, mount_with_a_vanished_shell, process_alive, wait_until, Mount};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -60,12 +60,12 @@ fn exit_codes_signals_and_a_shell_that_cannot_start() {
     assert_eq!(result["signal"], 9);
     assert_eq!(result["exitcode"], 137);
 
-    let broken = Mount::with_args(&["--shell", "/nonexistent/shell"]);
+    let (broken, shell, _shells) = mount_with_a_vanished_shell();
     assert_eq!(broken.run("nope", "echo hi"), "error\n");
     assert_eq!(broken.read("cmd/nope/exitcode"), "-1\n");
     let stderr = broken.read("cmd/nope/stderr");
     assert!(
-        stderr.contains("cannot start /nonexistent/shell"),
+        stderr.contains(&format!("cannot start {}", shell.display())),
         "{stderr}"
     );
     assert!(stderr.contains("No such file or directory"), "{stderr}");

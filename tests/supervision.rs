@@ -9,8 +9,9 @@
 //! [`Reaper`], so a failing test still leaves nothing running.
 
 use crate::common::{
-    children_of, fd_count, group_members, is_mounted, proc_stat, process_alive, run_binary,
-    succeeded, thread_count, until_exists, wait_until, Mount, Options, Reaper, BIN,
+    children_of, fd_count, group_members, is_mounted, mount_with_a_vanished_shell, proc_stat,
+    process_alive, run_binary, succeeded, thread_count, until_exists, wait_until, Mount, Options,
+    Reaper, BIN,
 };
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -826,7 +827,8 @@ fn a_gigabyte_of_output_is_counted_dropped_and_does_not_stall_the_mount() {
 
 #[test]
 fn a_missing_shell_fails_the_command_at_once() {
-    let mut mount = Mount::with_args(&["--shell", "/nonexistent"]);
+    let (mut mount, shell, _shells) = mount_with_a_vanished_shell();
+    let shell = shell.display().to_string();
     let asked = Instant::now();
     assert_eq!(mount.run("nope", "echo hi"), "error\n");
     assert!(
@@ -837,13 +839,13 @@ fn a_missing_shell_fails_the_command_at_once() {
     assert_eq!(mount.read("cmd/nope/exitcode"), "-1\n");
     let stderr = mount.read("cmd/nope/stderr");
     assert!(
-        stderr.contains("/nonexistent") && stderr.contains("No such file or directory"),
+        stderr.contains(&shell) && stderr.contains("No such file or directory"),
         "{stderr}"
     );
     let nope = result(&mount, "nope");
     assert_eq!(nope["exitcode"], -1);
     assert_eq!(nope["status"], "error");
-    assert!(nope["reason"].as_str().unwrap().contains("/nonexistent"));
+    assert!(nope["reason"].as_str().unwrap().contains(&shell));
     assert!(!mount.p("cmd/nope/kill").exists());
     // Nothing is left of it: the cgroup it was given is free for the next command
     // (or, with the memory controller, removed).

@@ -616,3 +616,15 @@ pub fn run_benches(all: &[(&str, fn())]) {
         }
     }
 }
+
+/// A mount whose `--shell` is removed once it has started, so its commands' shell
+/// cannot start (a `--shell` that names nothing at start is a usage error). Returns
+/// the shell's path, and the directory that held it, to keep until the test ends.
+pub fn mount_with_a_vanished_shell() -> (Mount, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let shell = dir.path().join("shell");
+    std::fs::copy("/bin/sh", &shell).expect("a copy of /bin/sh");
+    let mount = Mount::with_args(&["--shell", shell.to_str().expect("a UTF-8 path")]);
+    std::fs::remove_file(&shell).expect("the shell is removed");
+    (mount, shell, dir)
+}
