@@ -316,7 +316,7 @@ fn refused_names_leave_their_reason_in_ctl_index() {
     let page = mount.read("ctl/index.md");
     let listed: Vec<&str> = page
         .lines()
-        .skip_while(|line| *line != "## Names refused lately")
+        .skip_while(|line| *line != "## Refused lately")
         .filter_map(|line| line.strip_prefix("- 20"))
         .map(|line| line.split_once(' ').unwrap().1)
         .collect();
@@ -344,7 +344,7 @@ fn refused_renames_leave_their_reason_in_ctl_index() {
     let page = mount.read("ctl/index.md");
     let mut listed: Vec<&str> = page
         .lines()
-        .skip_while(|line| *line != "## Names refused lately")
+        .skip_while(|line| *line != "## Refused lately")
         .filter_map(|line| line.strip_prefix("- 20"))
         .map(|line| line.split_once(' ').unwrap().1)
         .collect();

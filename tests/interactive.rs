@@ -270,6 +270,47 @@ fn what_a_shell_is_given_is_checked_as_one_script() {
 }
 
 #[test]
+fn a_shell_takes_a_mebibyte_of_input_in_all_and_says_why_it_takes_no_more() {
+    let mount = Mount::with(Options {
+        settings: DENY_SUDO,
+        ..Options::default()
+    });
+    start(&mount, "sh", "#terminalfs stdin\nexec bash", "stdin");
+    let stdin = mount.p("cmd/sh/stdin");
+    // 17 writes of 60 lines of 1 KiB: 1,044,480 bytes, each write through its own open.
+    let line = format!(": {}\n", "a".repeat(1021));
+    let chunk = line.repeat(60);
+    for round in 0..17 {
+        append(&stdin, chunk.as_bytes()).unwrap_or_else(|e| panic!("write {round}: {e}"));
+    }
+    append(&stdin, b"echo alive\n").unwrap();
+    reads(&mount, "cmd/sh/stdout", "alive\n");
+    // The next 60 KiB would pass 1 MiB in all: refused, not delivered.
+    assert_eq!(errno_of(append(&stdin, chunk.as_bytes())), libc::EFBIG);
+    // Up to exactly 1 MiB is taken; after that, not a byte more.
+    let given = 17 * chunk.len() + "echo alive\n".len();
+    let filler = format!("#{}\n", "x".repeat((1 << 20) - given - 2));
+    append(&stdin, filler.as_bytes()).unwrap();
+    assert_eq!(errno_of(append(&stdin, b"echo again\n")), libc::EFBIG);
+    // Why, without the log: ctl/index.md lists both, with the sentence.
+    let page = mount.read("ctl/index.md");
+    let listed: Vec<&str> = page
+        .lines()
+        .filter(|line| line.contains("`sh/stdin`"))
+        .collect();
+    assert_eq!(listed.len(), 2, "{page}");
+    for line in listed {
+        assert!(
+            line.contains("checked as one script of at most 1048576 bytes in all"),
+            "{page}"
+        );
+    }
+    mount.ok("rm $M/cmd/sh/stdin");
+    assert_eq!(mount.wait("sh"), "completed\n");
+    assert_eq!(mount.read("cmd/sh/stdout"), "alive\n");
+}
+
+#[test]
 fn a_shell_on_a_terminal_is_refused_while_rules_are_in_force() {
     let mount = Mount::with(Options {
         settings: DENY_SUDO,

@@ -59,15 +59,29 @@ fn refusal_of(verdict: Verdict) -> Option<Refusal> {
 /// How many refused names `ctl/index.md` lists.
 const REFUSALS_KEPT: usize = 10;
 
-/// Remembers a name refused at `ctl/` for `ctl/index.md`, where a writer whose shell
-/// said only "File exists" can read why.
+/// Remembers a name refused at `ctl/` (or a write refused at `cmd/<name>/stdin`) for
+/// `ctl/index.md`, where a writer whose shell said only "File exists" (or "File too
+/// large") can read why. The same refusal again only moves to now.
 pub(super) fn note_refusal(state: &mut State, name: &str, why: &str) {
+    if let Some(last) = state.refusals.back_mut() {
+        if last.1 == name && last.2 == why {
+            last.0 = SystemTime::now();
+            return;
+        }
+    }
     if state.refusals.len() == REFUSALS_KEPT {
         state.refusals.pop_front();
     }
     state
         .refusals
         .push_back((SystemTime::now(), name.to_string(), why.to_string()));
+}
+
+impl Tree {
+    /// [`note_refusal`] from outside the tree lock.
+    pub(super) fn note_refusal(&self, name: &str, why: &str) {
+        note_refusal(&mut self.state.lock(), name, why);
+    }
 }
 
 /// A name for a new draft, checked; `reserved` is the errno for `index.md`.

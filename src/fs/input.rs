@@ -69,31 +69,14 @@ impl Tree {
             let why = "not delivered: an earlier write through this open file was refused";
             return Err(input_error(name, "stdin", libc::EPERM, why));
         }
-        if let Some(given) = &given {
-            if given.len() + data.len() > MAX_COMMAND {
-                let why = format!(
-                    "a shell's input is checked as one script of at most {MAX_COMMAND} bytes, \
-                     and this write would pass that; run a script file instead"
-                );
+        if let Some(script) = &given {
+            if let Some((errno, why)) = self.judge_shell_input(name, script, data) {
                 refused.store(true, Ordering::SeqCst);
-                return Err(input_error(name, "stdin", libc::EFBIG, &why));
-            }
-            let mut whole = Vec::with_capacity(given.len() + data.len());
-            whole.extend_from_slice(given);
-            whole.extend_from_slice(data);
-            if let Verdict::Deny { rule, reason } = check_shell_input(&self.policy, &whole) {
-                let mut effects = Effects::default();
-                effects.push(Effect::Audit {
-                    decision: "denied",
-                    name: format!("{name}/stdin"),
-                    text: data.into(),
-                    rule,
-                    reason: Some(reason.clone()),
-                });
-                self.perform(effects);
-                refused.store(true, Ordering::SeqCst);
-                let why = format!("not delivered: {reason}");
-                return Err(input_error(name, "stdin", libc::EPERM, &why));
+                drop(given);
+                // The writer's shell shows only the errno: the sentence goes where
+                // refused names are listed, and to the log.
+                self.note_refusal(&format!("{name}/stdin"), &why);
+                return Err(input_error(name, "stdin", errno, &why));
             }
         }
         match input.write(data) {
@@ -105,6 +88,41 @@ impl Tree {
             }
             Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
             Err(error) => Err(error_of(name, "stdin", &error)),
+        }
+    }
+
+    /// Whether a shell that was given `script` may be given `data` too; the errno and
+    /// the sentence when not. Past [`MAX_COMMAND`] bytes in all, a shell's input
+    /// cannot be checked as one script any more, so it takes no more.
+    fn judge_shell_input(&self, name: &str, script: &[u8], data: &[u8]) -> Option<(i32, String)> {
+        if script.len() + data.len() > MAX_COMMAND {
+            return Some((
+                libc::EFBIG,
+                format!(
+                    "not delivered: a shell's input is checked as one script of at most \
+                     {MAX_COMMAND} bytes in all, and this write would pass that (it has \
+                     been given {} bytes); start a new command, or run a script file",
+                    script.len()
+                ),
+            ));
+        }
+        let mut whole = Vec::with_capacity(script.len() + data.len());
+        whole.extend_from_slice(script);
+        whole.extend_from_slice(data);
+        match check_shell_input(&self.policy, &whole) {
+            Verdict::Deny { rule, reason } => {
+                let mut effects = Effects::default();
+                effects.push(Effect::Audit {
+                    decision: "denied",
+                    name: format!("{name}/stdin"),
+                    text: data.into(),
+                    rule,
+                    reason: Some(reason.clone()),
+                });
+                self.perform(effects);
+                Some((libc::EPERM, format!("not delivered: {reason}")))
+            }
+            Verdict::Allow => None,
         }
     }
 

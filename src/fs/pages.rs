@@ -205,7 +205,11 @@ pub fn ctl_index(
            lines at the top set limits.\n\
          - `#terminalfs stdin` at the top gives it a standard input fed by writes to \
            `cmd/<name>/stdin`; `#terminalfs tty` (or `tty=COLSxROWS`) runs it on a \
-           terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill).\n\
+           terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill). What \
+           a shell reads from `stdin` is checked by the deny list as one script of at \
+           most 1 MiB in all; a write refused there (\"Operation not permitted\", or \
+           \"File too large\" past 1 MiB) is listed with its reason under \"Refused \
+           lately\" at the end of this page.\n\
          - A draft whose name ends in `.tmp` never runs under that name: it waits for \
            `mv ctl/<name>.tmp ctl/<name>` and starts {settle} after it (one never renamed \
            is freed after --keep, and said below).\n\
@@ -217,7 +221,11 @@ pub fn ctl_index(
         settle = format_duration(site.settle),
     ));
     if !refusals.is_empty() {
-        page.push_str("\n## Names refused lately\n\n");
+        page.push_str(
+            "\n## Refused lately\n\n\
+             Names refused or freed here, and writes refused at `cmd/<name>/stdin` (as \
+             `<name>/stdin`), newest first:\n\n",
+        );
         for (at, name, why) in refusals.iter().rev() {
             let name = code_span(&name.replace(|c: char| c.is_control(), " "));
             page.push_str(&format!("- {} {name}: {why}\n", rfc3339(*at)));
@@ -472,7 +480,10 @@ pub fn skill(site: &Site) -> String {
          start it with `exec` (`exec python3 -i`) to keep the shell out of the way.\n\
          - Writes to a shell's `stdin` are checked by the deny list as one script; a refused \
          write fails with \"Operation not permitted\" and is not delivered, and so does \
-         every later write through the same open file. A program only known when it runs \
+         every later write through the same open file. Being one script, a shell's input \
+         is at most 1 MiB (1048576 bytes) in all: past that every write fails with \"File \
+         too large\"; start a new command for more. `{m}/ctl/index.md` lists such \
+         refusals (as `<name>/stdin`) with their reasons. A program only known when it runs \
          (`$SHELL`, `$(which bash)`, `/proc/self/exe`), one that starts a shell when given \
          no command (`su`, `script`), `xargs sh -c`, `parallel` and `source /dev/stdin` count \
          as a shell. A shell on a terminal is refused while any rule is in force.\n\
