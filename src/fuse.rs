@@ -804,14 +804,14 @@ impl Filesystem for Driver {
         self.tree.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         if let Some(id) = stderr_job(ino.0) {
             return reply.attr(
                 &TTL,
                 &file_attr(&self.tree.stderr_getattr(id), self.owner()),
             );
         }
-        match self.tree.getattr(ino.0, fh.map(|fh| fh.0)) {
+        match self.tree.getattr_as(ino.0, fh.map(|fh| fh.0), req.pid()) {
             Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr, self.owner())),
             Err(e) => reply.error(failed("getattr", format_args!("inode {}", ino.0), e)),
         }
@@ -953,7 +953,7 @@ impl Filesystem for Driver {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if let Some(id) = stderr_job(ino.0) {
             if open_mode(flags.0).write {
                 return match self.tree.stderr_open(id) {
@@ -965,7 +965,7 @@ impl Filesystem for Driver {
             }
             return reply.error(Errno::EACCES);
         }
-        match self.tree.open(ino.0, open_mode(flags.0)) {
+        match self.tree.open_as(ino.0, open_mode(flags.0), req.pid()) {
             Ok(opened) => reply.opened(
                 FileHandle(opened.fh),
                 open_flags(opened.direct_io, opened.flush),

@@ -186,3 +186,67 @@ fn a_walk_of_a_busy_mount_ends_and_a_handle_read_past_its_end_goes_on() {
     }
     assert!(!later.contains(" busy0 "), "{later}");
 }
+
+/// Kills the `tail` it holds when the test ends, failed or not.
+struct Tail(std::process::Child);
+
+impl Drop for Tail {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Skips lines until one is `<time> <rest>`.
+fn until(lines: &mpsc::Receiver<String>, rest: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no event came; wanted {rest:?}"));
+        if line.split_once(' ').map(|(_, said)| said) == Some(rest) {
+            return;
+        }
+    }
+}
+
+#[test]
+fn tail_f_goes_on_past_every_end_of_the_stream() {
+    use std::process::{Command, Stdio};
+    let mount = Mount::with_args(&["--wait-timeout", "2s"]);
+    assert_eq!(mount.run("first", "true"), "completed\n");
+    let mut tail = Tail(
+        Command::new("tail")
+            .args(["-f", "-s", "0.2"])
+            .arg(mount.p("events"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tail runs"),
+    );
+    let (sender, lines) = mpsc::channel();
+    let stdout = tail.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    until(&lines, "first completed 0");
+    // A command that runs 5 s: its end comes after two ends of the stream.
+    std::fs::write(mount.p("ctl/slow"), "sleep 5").unwrap();
+    until(&lines, "slow running");
+    until(&lines, "slow completed 0");
+    std::fs::write(mount.p("ctl/after"), "true").unwrap();
+    until(&lines, "after completed 0");
+    // Others see a size of 0, as before.
+    assert_eq!(std::fs::metadata(mount.p("events")).unwrap().len(), 0);
+    drop(lines);
+    let _ = tail.0.kill();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut tail.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("truncated"), "{stderr}");
+}

@@ -244,6 +244,44 @@ fn the_index_cuts_a_long_command_and_command_keeps_it_whole() {
     assert_eq!(mount.read("cmd/long/command"), text);
 }
 
+#[test]
+fn find_newer_and_ls_t_see_a_command_stop() {
+    let mount = Mount::start();
+    let marks = tempfile::tempdir().unwrap();
+    let marker = marks.path().join("started");
+    // The marker takes the time the command was written; it ends a second later.
+    let listed = mount.ok(&format!(
+        "echo 'sleep 1' > \"$M/ctl/x\"\n\
+         touch -r \"$M/cmd/x/command\" {marker}\n\
+         [ \"$(cat \"$M/cmd/x/wait\")\" = completed ]\n\
+         cd \"$M/cmd\" && find x -newer {marker} | sort\n\
+         ls -t x | head -n 1",
+        marker = marker.display()
+    ));
+    let mut newer: Vec<&str> = listed.lines().collect();
+    let newest = newer.pop().unwrap_or_default();
+    let changed = [
+        "x/exitcode",
+        "x/output",
+        "x/result.json",
+        "x/status",
+        "x/stderr",
+        "x/stdout",
+    ];
+    assert_eq!(newer[0], "x", "{listed}");
+    assert_eq!(newer[1..], changed, "{listed}");
+    assert!(
+        changed.contains(&format!("x/{newest}").as_str()),
+        "{listed}"
+    );
+    // The text and the blocking files keep the time it was written.
+    let meta = |file: &str| std::fs::metadata(mount.p(&format!("cmd/x/{file}"))).unwrap();
+    let written = meta("command").modified().unwrap();
+    for file in ["wait", "follow"] {
+        assert_eq!(meta(file).modified().unwrap(), written, "{file}");
+    }
+}
+
 /// The fenced `sh` blocks of a Markdown text.
 fn sh_blocks(text: &str) -> Vec<String> {
     let mut blocks = Vec::new();

@@ -11,16 +11,28 @@
 //! with end-of-file after `--wait-timeout` of silence.
 //!
 //! A busy mount is never silent, so a feed also ends once `--wait-timeout` has passed
-//! since its open or its last end-of-file: a tool that walks the tree (`grep -r`)
+//! since it was first read to its end (after its open or last end-of-file), at the
+//! next read that finds nothing unread: a tool that walks the tree (`grep -r`)
 //! reads every file to its end, and must not stay on this one while commands come
 //! and go. A later read of the same handle goes on where it stopped (`tail -f`), and
 //! nothing made for it is lost.
+//!
+//! `tail -f` on FUSE polls `fstat` and reads exactly the growth of the size, so a
+//! feed has a size: every byte it has made, changes up to now included. A `stat`
+//! carries no file handle, only the calling thread, so the feed its thread opened
+//! answers it (see [`Feed::opener`]); for anyone else the size is 0. The last
+//! [`KEPT_BEHIND`] bytes before a read are kept, so a reader going by the size may also
+//! read back from the end (`tail -n 10` does).
 
 use super::state::{Command, Run, State};
 use crate::policy::audit::rfc3339;
 use crate::supervisor::Standing;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime};
+
+/// How many bytes before a read a feed keeps, for a reader that reads back from the
+/// end (`tail -n 1000` reads back about 60 KiB).
+const KEPT_BEHIND: u64 = 64 * 1024;
 
 /// What one open of `/events` has said so far.
 #[derive(Default)]
@@ -30,9 +42,11 @@ pub(super) struct Feed {
     /// Lines made but not read yet, starting at byte offset `base` of the stream.
     unread: Vec<u8>,
     base: u64,
-    /// Since when this handle has streamed without an end-of-file (its first read, or
-    /// the read after its last end-of-file).
+    /// Since when this handle has streamed without an end-of-file: since it was first
+    /// read to its end after its open or its last end-of-file.
     since: Option<Instant>,
+    /// The thread that opened it (0: not known).
+    pub opener: u32,
 }
 
 /// A command's state as an event word, and when it came to be; None while it has
@@ -65,6 +79,14 @@ fn job_word(standing: Standing) -> (String, SystemTime) {
 }
 
 impl Feed {
+    /// A feed opened by thread `opener`.
+    pub fn opened_by(opener: u32) -> Feed {
+        Feed {
+            opener,
+            ..Feed::default()
+        }
+    }
+
     /// Adds a line for every change since the last look; true when any was added.
     fn catch_up(&mut self, state: &State) -> bool {
         let mut lines: Vec<(SystemTime, String)> = Vec::new();
@@ -95,6 +117,22 @@ impl Feed {
         !lines.is_empty()
     }
 
+    /// The size of the stream: every byte made so far, with a line for each change
+    /// up to now. A reader going by it reads that much without waiting.
+    pub fn size(&mut self, state: &State) -> u64 {
+        self.catch_up(state);
+        self.base + self.unread.len() as u64
+    }
+
+    /// Drops what lies before `offset`: the reader is past it.
+    fn forget_before(&mut self, offset: u64) {
+        let consumed = offset
+            .saturating_sub(self.base)
+            .min(self.unread.len() as u64);
+        self.unread.drain(..consumed as usize);
+        self.base += consumed;
+    }
+
     /// The bytes at `offset`, at most `size`, once there are any; None to wait. Empty
     /// (end-of-file) once `limit` has passed since the stream began or last ended.
     pub fn read(
@@ -104,19 +142,17 @@ impl Feed {
         size: usize,
         limit: Duration,
     ) -> Option<Vec<u8>> {
-        let since = *self.since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= limit {
-            self.since = None;
-            return Some(Vec::new());
-        }
-        // Sequential reads: what lies before `offset` has been read and is dropped.
-        let consumed = offset
-            .saturating_sub(self.base)
-            .min(self.unread.len() as u64);
-        self.unread.drain(..consumed as usize);
-        self.base += consumed;
-        if self.unread.is_empty() && !self.catch_up(state) {
-            return None;
+        self.forget_before(offset.saturating_sub(KEPT_BEHIND));
+        if offset >= self.base + self.unread.len() as u64 {
+            // Everything made so far was read: news, or the end of this stream.
+            let since = *self.since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= limit {
+                self.since = None;
+                return Some(Vec::new());
+            }
+            if !self.catch_up(state) {
+                return None;
+            }
         }
         let start = offset.saturating_sub(self.base) as usize;
         let start = start.min(self.unread.len());

@@ -39,6 +39,40 @@ pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
     ))
 }
 
+/// The size of the `/events` feed read through `fh`, or else of the one thread
+/// `caller` opened last; 0 when there is none.
+pub(super) fn events_size(state: &mut State, fh: Option<u64>, caller: u32) -> u64 {
+    let is_feed = |fh: &u64| {
+        matches!(
+            state.handles.get(fh).map(|h| &h.body),
+            Some(Body::Events(_))
+        )
+    };
+    let chosen = fh.filter(is_feed).or_else(|| {
+        (caller != 0)
+            .then(|| {
+                state
+                    .handles
+                    .iter()
+                    .filter(|(_, h)| matches!(&h.body, Body::Events(feed) if feed.opener == caller))
+                    .map(|(fh, _)| *fh)
+                    .max()
+            })
+            .flatten()
+    });
+    let Some(fh) = chosen else { return 0 };
+    // A feed looks at the whole tree: out of its handle while it does.
+    let Some(Body::Events(feed)) = state.handles.get_mut(&fh).map(|h| &mut h.body) else {
+        return 0;
+    };
+    let mut feed = std::mem::take(feed);
+    let size = feed.size(state);
+    if let Some(Body::Events(slot)) = state.handles.get_mut(&fh).map(|h| &mut h.body) {
+        *slot = feed;
+    }
+    size
+}
+
 /// The reason a command stopped through its `kill` file has.
 const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
 
@@ -253,8 +287,16 @@ impl Tree {
 
     // ----- open, read, write, close -------------------------------------------------
 
+    /// `open_as` by a caller not known.
+    #[cfg(test)]
     pub fn open(&self, ino: u64, mode: OpenMode) -> FsResult<Opened> {
-        self.locked(|state, effects| self.open_locked(state, effects, ino, mode))
+        self.open_as(ino, mode, 0)
+    }
+
+    /// Opens a file for thread `caller` (0: not known), whom a feed of `/events`
+    /// remembers for its `fstat` (see [`events_size`]).
+    pub fn open_as(&self, ino: u64, mode: OpenMode, caller: u32) -> FsResult<Opened> {
+        self.locked(|state, effects| self.open_locked(state, effects, ino, mode, caller))
     }
 
     fn open_locked(
@@ -263,6 +305,7 @@ impl Tree {
         effects: &mut Effects,
         ino: u64,
         mode: OpenMode,
+        caller: u32,
     ) -> FsResult<Opened> {
         let OpenMode { write, append } = mode;
         // Reading what commands there are starts every decided one first.
@@ -278,7 +321,7 @@ impl Tree {
                 if write {
                     return Err(Error::new(libc::EACCES, "events are read-only"));
                 }
-                let feed = Body::Events(super::events::Feed::default());
+                let feed = Body::Events(super::events::Feed::opened_by(caller));
                 return Ok(opened(state.add_handle(None, feed), true));
             }
             Node::Page(ino) => {

@@ -106,25 +106,39 @@ impl Tree {
                 Ok(Attr::new(ino, Kind::File, size, 0o400, SystemTime::now()))
             }
             Node::Draft(id, draft) => Ok(drafts::draft_attr(id, draft)),
+            // Its listing changes when the command stops (`exitcode` comes, `pid` goes).
             Node::CommandDir(id, command) => Ok(Attr::new(
                 names::entry_ino(id),
                 Kind::Dir,
                 0,
                 0o700,
-                command.created,
+                slots::changed_at(command),
             )),
             Node::CommandFile(id, command, slot) => Ok(slots::file_attr(id, command, slot)),
             Node::View(id, view) => handles::view_attr(id, view),
         }
     }
 
-    /// Attributes of an inode; with the handle of an open file, its size is the size
-    /// of what that handle reads (a page rendered at open, or the handle's view), so a
-    /// reader going by the size gets every byte. A page not rendered yet (see
-    /// `Body::Settling`) reads through the driver and says 0 until it is.
+    /// `getattr_as` by a caller not known.
+    #[cfg(test)]
     pub fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<Attr> {
-        let state = self.state.lock();
+        self.getattr_as(ino, fh, 0)
+    }
+
+    /// Attributes of an inode, asked by thread `caller` (0: not known); with the handle
+    /// of an open file, its size is the size of what that handle reads (a page rendered
+    /// at open, or the handle's view), so a reader going by the size gets every byte. A
+    /// page not rendered yet (see `Body::Settling`) reads through the driver and says 0
+    /// until it is. `/events` has the size of the feed the handle reads, or without
+    /// one (an `fstat`) of the feed `caller` opened last: `tail -f` reads exactly what
+    /// that size grows by.
+    pub fn getattr_as(&self, ino: u64, fh: Option<u64>, caller: u32) -> FsResult<Attr> {
+        let mut state = self.state.lock();
         let mut attr = self.attr_locked(&state, ino)?;
+        if ino == names::EVENTS {
+            attr.size = handles::events_size(&mut state, fh, caller);
+            return Ok(attr);
+        }
         match fh.and_then(|fh| state.handles.get(&fh)).map(|h| &h.body) {
             Some(state::Body::Fixed(bytes)) => attr.size = bytes.len() as u64,
             Some(state::Body::Settling(_)) => attr.size = 0,

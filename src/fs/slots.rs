@@ -285,6 +285,27 @@ pub(super) fn stream_of(slot: Slot) -> Option<Stream> {
     }
 }
 
+/// When a command last changed as its directory and rendered files show it: when it
+/// stopped (its `status`, `exitcode`, `reason` and files shown changed then), else
+/// when it was written.
+pub(super) fn changed_at(command: &Command) -> SystemTime {
+    match &command.run {
+        Run::Job(job) => job.finished_at().unwrap_or(command.created),
+        Run::Denied { .. } | Run::Starting => command.created,
+    }
+}
+
+/// The mtime of a rendered file: when its content last changed. `command` never
+/// changes; `result.json` and `screen` change all the time while the command runs.
+fn rendered_mtime(command: &Command, slot: Slot) -> SystemTime {
+    let running = matches!(&command.run, Run::Job(job) if job.is_running());
+    match slot {
+        Slot::Command => command.created,
+        Slot::Result | Slot::Screen if running => SystemTime::now(),
+        _ => changed_at(command),
+    }
+}
+
 /// Attributes of a file under `cmd/<name>/`, as its command's own inode shows it.
 pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
     let ino = super::names::file_ino(id, slot);
@@ -302,7 +323,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
         }
         _ => (
             render(command, slot).map_or(0, |b| b.len() as u64),
-            command.created,
+            rendered_mtime(command, slot),
         ),
     };
     Attr {

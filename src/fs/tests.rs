@@ -1294,3 +1294,71 @@ fn only_blocking_files_have_attributes_the_kernel_may_keep() {
     assert_eq!(rig.found(dir, "wait").unwrap().size, 0);
     assert!(rig.found(dir, "wait").unwrap().steady);
 }
+
+#[test]
+fn what_changes_when_a_command_stops_takes_that_time() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "true");
+    let attr = |file: &str| rig.found(dir, file).unwrap();
+    let written = attr("command").mtime;
+    let blocking: Vec<Attr> = ["wait", "follow", "kill"].map(attr).to_vec();
+    assert_eq!(attr("status").mtime, written);
+    assert_eq!(rig.tree.getattr(dir, None).unwrap().mtime, written);
+    let before_stop = SystemTime::now();
+    assert!(before_stop > written);
+    rig.fake.finish("x", 0);
+    for file in ["status", "exitcode", "result.json", "stdout", "output"] {
+        let mtime = attr(file).mtime;
+        assert!(mtime >= before_stop, "{file}: {mtime:?} < {before_stop:?}");
+    }
+    assert!(rig.tree.getattr(dir, None).unwrap().mtime >= before_stop);
+    // The text never changes, and blocking files keep the attributes the kernel holds.
+    assert_eq!(attr("command").mtime, written);
+    for (file, before) in ["wait", "follow"].iter().zip(&blocking) {
+        let after = attr(file);
+        assert_eq!(
+            (after.mtime, after.size),
+            (before.mtime, before.size),
+            "{file}"
+        );
+        assert!(after.steady, "{file}");
+    }
+    // Once stopped, the times hold still.
+    let status = attr("status").mtime;
+    assert_eq!(attr("result.json").mtime, status);
+    assert_eq!(attr("status").mtime, status);
+}
+
+#[test]
+fn events_have_the_size_of_the_feed_the_caller_opened() {
+    let rig = Rig::new();
+    rig.run("a", "true");
+    rig.fake.finish("a", 0);
+    let fh = rig
+        .tree
+        .open_as(names::EVENTS, OpenMode::default(), 7)
+        .unwrap()
+        .fh;
+    let size = |caller, fh| rig.tree.getattr_as(names::EVENTS, fh, caller).unwrap().size;
+    let first = size(7, None);
+    assert!(first > 0);
+    assert_eq!(size(8, None), 0, "another thread has no feed here");
+    assert_eq!(size(0, Some(fh)), first, "the handle's own feed");
+    let data = |offset, len| match rig.tree.read(fh, offset, len).unwrap() {
+        Read::Data(bytes) => String::from_utf8(bytes).unwrap(),
+        _ => panic!("a feed with bytes made answers at once"),
+    };
+    // Read from the end back, as `tail -n` does: the bytes before stay readable.
+    let end = data(first - 10, 10);
+    let whole = data(0, first as u32);
+    assert!(whole.ends_with(&end), "{whole:?} {end:?}");
+    assert!(whole.ends_with(" a completed 0\n"), "{whole:?}");
+    // A change grows the size by its line, which a read of the growth gets at once.
+    rig.run("b", "sleep 1");
+    let grown = size(7, None);
+    assert!(grown > first);
+    assert!(data(first, (grown - first) as u32).ends_with(" b running\n"));
+    assert_eq!(size(7, None), grown, "nothing new");
+    rig.tree.release(fh);
+    assert_eq!(size(7, None), 0, "released");
+}
