@@ -307,6 +307,46 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
     }
 }
 
+/// The signal a command dies of names its end even when more signals were written
+/// after it, in the same write or the next, before its death was seen.
+#[test]
+fn a_later_signal_does_not_hide_the_one_a_command_died_of() {
+    let mount = Mount::start();
+    std::fs::write(mount.p("ctl/both"), "exec sleep 300").unwrap();
+    mount.ok("cat $M/cmd/both/pid >/dev/null; printf 'INT\\nKILL\\n' > $M/cmd/both/kill");
+    std::fs::write(mount.p("ctl/apart"), "exec sleep 300").unwrap();
+    mount.ok(
+        "cat $M/cmd/apart/pid >/dev/null; echo USR1 > $M/cmd/apart/kill; \
+         echo TERM > $M/cmd/apart/kill",
+    );
+    for name in ["both", "apart"] {
+        assert_eq!(mount.wait(name), "error\n", "{name}");
+        let code: i32 = mount
+            .read(&format!("cmd/{name}/exitcode"))
+            .trim()
+            .parse()
+            .unwrap();
+        let signal = match code {
+            130 => "SIGINT",
+            137 => "SIGKILL",
+            138 => "SIGUSR1",
+            143 => "SIGTERM",
+            other => panic!("{name} ended with {other}"),
+        };
+        let result: serde_json::Value =
+            serde_json::from_str(&mount.read(&format!("cmd/{name}/result.json"))).unwrap();
+        let said = format!("killed: it died of {signal}, written to its kill file");
+        assert_eq!(result["killed"], true, "{name}: {result}");
+        assert_eq!(result["reason"], said.as_str(), "{name}");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/reason")),
+            format!("{said}\n")
+        );
+    }
+    // USR1 ends `sleep` at once; the TERM after it cannot be what it died of.
+    assert_eq!(mount.read("cmd/apart/exitcode"), "138\n");
+}
+
 /// A signal written the moment the command exists reaches it: the child is in its own
 /// group before `cmd/<name>` can be looked up. The program is started with `exec`, as
 /// SKILL.md's signal example does: a shell that forks it (dash does, and catches INT

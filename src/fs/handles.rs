@@ -76,17 +76,27 @@ pub(super) fn events_size(state: &mut State, fh: Option<u64>, caller: u32) -> u6
 /// The reason a command stopped through its `kill` file has.
 const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
 
-/// The signal a write to `kill` names (`INT`, `SIGINT`, `2`, ...), if it names one of
-/// those a command may be sent; any other text stops the command. Names are upper
-/// case only, so `echo stop > kill` stops the command rather than pausing it.
-fn signal_named(data: &[u8]) -> Option<i32> {
+/// The signals a write to `kill` names (`INT`, `SIGINT`, `2`, ...), one a line and in
+/// order, if every line names one of those a command may be sent; any other text
+/// stops the command. Names are upper case only, so `echo stop > kill` stops the
+/// command rather than pausing it.
+fn signals_named(data: &[u8]) -> Option<Vec<i32>> {
     use crate::supervisor::SIGNALS;
-    let text = std::str::from_utf8(data).ok()?.trim();
-    if let Ok(number) = text.parse::<i32>() {
-        return SIGNALS.iter().find(|(_, n)| *n == number).map(|(_, n)| *n);
-    }
-    let name = text.strip_prefix("SIG").unwrap_or(text);
-    SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, n)| *n)
+    let text = std::str::from_utf8(data).ok()?;
+    let named = |line: &str| {
+        if let Ok(number) = line.parse::<i32>() {
+            return SIGNALS.iter().find(|(_, n)| *n == number).map(|(_, n)| *n);
+        }
+        let name = line.strip_prefix("SIG").unwrap_or(line);
+        SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, n)| *n)
+    };
+    let signals: Option<Vec<i32>> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(named)
+        .collect();
+    signals.filter(|signals| !signals.is_empty())
 }
 
 fn slice_at(bytes: &[u8], offset: u64, size: usize) -> Vec<u8> {
@@ -590,8 +600,12 @@ impl Tree {
                 written.store(true, Ordering::Relaxed);
                 let job = job.clone();
                 drop(state);
-                match signal_named(data) {
-                    Some(signal) => self.spawner.signal(&job, signal),
+                match signals_named(data) {
+                    Some(signals) => {
+                        for signal in signals {
+                            self.spawner.signal(&job, signal);
+                        }
+                    }
                     None => self.spawner.kill(&job, KILLED_BY_A_WRITE),
                 }
                 Ok(Write::Done(data.len() as u32))

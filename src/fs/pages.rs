@@ -418,9 +418,10 @@ pub fn skill(site: &Site) -> String {
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
          and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
-         `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`. `STOP` pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`. If the command dies of the signal, \
-         `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
+         `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`; several, one a line, are sent in \
+         turn. `STOP` pauses it (`status` says \
+         `paused`, `wait` keeps waiting) until `CONT`. If the command dies of a signal \
+         written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
          command that has stopped does nothing. A shell that is just starting a program \
          can lose a signal that comes meanwhile (dash catches `INT` until its child runs): \
          start the program with `exec`, as below, or send the signal again if `wait` still \

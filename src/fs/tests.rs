@@ -943,16 +943,26 @@ fn a_signal_name_or_number_in_kill_sends_that_signal_and_a_bare_close_stops() {
         assert_eq!(rig.fake.signals.lock().last(), Some(&(id, signal)));
     }
     assert!(rig.fake.kills.lock().is_empty(), "a signal is not a stop");
-    // Lower case, unknown names and other numbers stop it; so does `: > kill`.
-    for text in [&b"int"[..], b"SIGFOO", b"99"] {
+    // One a line, each sent in turn.
+    let fh = rig.tree.open(kill, W).expect("open").fh;
+    assert!(matches!(
+        rig.tree.write(fh, 0, b"INT\n\nKILL\n"),
+        Ok(Write::Done(10))
+    ));
+    rig.tree.release(fh);
+    let signals = rig.fake.signals.lock().clone();
+    assert_eq!(signals[5..], [(id, libc::SIGINT), (id, libc::SIGKILL)]);
+    // Lower case, unknown names, other numbers, a line of each stop it; so does
+    // `: > kill`.
+    for text in [&b"int"[..], b"SIGFOO", b"99", b"INT\nstop\n", b"\n"] {
         let fh = rig.tree.open(kill, W).expect("open").fh;
         assert!(matches!(rig.tree.write(fh, 0, text), Ok(Write::Done(_))));
         rig.tree.release(fh);
     }
     let fh = rig.tree.open(kill, W).expect("open").fh;
     rig.tree.release(fh);
-    assert_eq!(rig.fake.kills.lock().len(), 4);
-    assert_eq!(rig.fake.signals.lock().len(), 5);
+    assert_eq!(rig.fake.kills.lock().len(), 6);
+    assert_eq!(rig.fake.signals.lock().len(), 7);
 }
 
 #[test]

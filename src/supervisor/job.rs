@@ -82,6 +82,30 @@ pub struct Shell {
     pub paused: bool,
 }
 
+/// A set of signal numbers (1 to 127; others are never held).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals(u128);
+
+impl Signals {
+    pub fn insert(&mut self, signal: i32) {
+        if (1..128).contains(&signal) {
+            self.0 |= 1 << signal;
+        }
+    }
+
+    pub fn contains(self, signal: i32) -> bool {
+        (1..128).contains(&signal) && self.0 & (1 << signal) != 0
+    }
+
+    /// The one of them a shell that ended with `exit` died of: the signal that ended
+    /// it, or the one its exit code 128+N names (a shell that exits so on a trap).
+    fn died_of(self, exit: &Exit) -> Option<i32> {
+        exit.signal
+            .filter(|&signal| self.contains(signal))
+            .or_else(|| Some(exit.code - 128).filter(|&signal| self.contains(signal)))
+    }
+}
+
 /// Why the driver stopped a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
@@ -143,12 +167,10 @@ pub struct Done {
 pub enum Life {
     /// Made; its shell is not spawned yet.
     Starting,
-    /// Its shell runs. `signalled`: the last signal written to `kill` (other than
-    /// STOP and CONT), which says why it ended if it dies of it.
-    Running {
-        shell: Shell,
-        signalled: Option<i32>,
-    },
+    /// Its shell runs. `signalled`: every signal written to `kill` (other than STOP
+    /// and CONT), so that whichever of them it dies of says why it ended, however
+    /// many more were written after it.
+    Running { shell: Shell, signalled: Signals },
     /// Its shell runs, and the driver has begun to stop it: TERM sent, KILL after the
     /// grace. The first reason stands, but a shutdown outranks it.
     Stopping { shell: Shell, why: Stop },
@@ -705,7 +727,7 @@ impl Job {
                 since: instant,
                 paused: false,
             },
-            signalled: None,
+            signalled: Signals::default(),
         };
         self.save(&mut state);
     }
@@ -760,8 +782,7 @@ impl Job {
         let (pid, started_at, since, end) = match &state.life {
             Life::Starting => (None, None, None, None),
             Life::Running { shell, signalled } => {
-                let died_of = signalled
-                    .filter(|&signal| exit.signal == Some(signal) || exit.code == 128 + signal);
+                let died_of = signalled.died_of(&exit);
                 let end = died_of.map(|signal| End::Stopped(Stop::Signal(signal)));
                 (
                     Some(shell.pid),
@@ -912,7 +933,7 @@ impl Job {
             {
                 shell.paused = signal == libc::SIGSTOP;
             }
-            Life::Running { signalled, .. } => *signalled = Some(signal),
+            Life::Running { signalled, .. } => signalled.insert(signal),
             _ => {}
         }
         self.send(&state, signal)
@@ -1159,14 +1180,14 @@ mod tests {
             (
                 Life::Running {
                     shell: shell(false),
-                    signalled: None,
+                    signalled: Signals::default(),
                 },
                 running(false),
             ),
             (
                 Life::Running {
                     shell: shell(true),
-                    signalled: None,
+                    signalled: Signals::default(),
                 },
                 running(true),
             ),
@@ -1247,6 +1268,49 @@ mod tests {
             Some("killed: it died of SIGKILL, written to its kill file")
         );
         assert_eq!(life.outcome(), Some(false));
+    }
+
+    #[test]
+    fn a_signal_written_after_the_one_the_shell_dies_of_does_not_hide_it() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (child, job) = stood_in(&dir);
+        assert!(job.signal(libc::SIGKILL));
+        // Written before the death is seen: the shell is still unreaped.
+        assert!(job.signal(libc::SIGINT));
+        reap(&job, child);
+        let life = job.life();
+        assert!(life.killed(), "{life:?}");
+        assert_eq!(
+            life.reason().as_deref(),
+            Some("killed: it died of SIGKILL, written to its kill file")
+        );
+    }
+
+    #[test]
+    fn any_signal_written_names_the_death_by_it() {
+        let mut written = Signals::default();
+        written.insert(libc::SIGUSR1);
+        written.insert(libc::SIGTERM);
+        // Out of range: never held, never matched.
+        written.insert(0);
+        written.insert(500);
+        assert!(!written.contains(0) && !written.contains(500));
+        assert_eq!(
+            written.died_of(&exit(143, Some(libc::SIGTERM))),
+            Some(libc::SIGTERM)
+        );
+        assert_eq!(
+            written.died_of(&exit(128 + libc::SIGUSR1, Some(libc::SIGUSR1))),
+            Some(libc::SIGUSR1)
+        );
+        // A shell that exits 128+N on a trap of N.
+        assert_eq!(
+            written.died_of(&exit(128 + libc::SIGUSR1, None)),
+            Some(libc::SIGUSR1)
+        );
+        assert_eq!(written.died_of(&exit(130, Some(libc::SIGINT))), None);
+        assert_eq!(written.died_of(&exit(0, None)), None);
+        assert_eq!(written.died_of(&exit(1, None)), None);
     }
 
     #[test]
