@@ -1172,3 +1172,70 @@ fn a_record_a_full_disk_refused_is_written_later_or_restored_as_lost() {
     }));
     assert_eq!(mount.read("cmd/meanwhile/exitcode"), "3\n");
 }
+
+/// Output refused because running commands alone filled `--max-spool` is stored again
+/// once room frees: the stream shows the notice where the gap is, the exact count of
+/// what was dropped, then what came after, and the counts add up.
+#[test]
+fn output_refused_for_room_is_kept_again_once_room_frees() {
+    let flags = tempfile::tempdir().unwrap();
+    let (go, more) = (flags.path().join("go"), flags.path().join("more"));
+    let mount = Mount::with_args(&["--max-output", "1000", "--max-spool", "20k"]);
+    let names: Vec<String> = (0..10).map(|i| format!("A{i}")).collect();
+    for name in &names {
+        std::fs::write(
+            mount.p(&format!("ctl/{name}")),
+            format!(
+                "head -c 999 /dev/zero | tr '\\0' a; head -c 999 /dev/zero | tr '\\0' b >&2; \
+                 until [ -e {} ]; do sleep 0.05; done",
+                go.display()
+            ),
+        )
+        .unwrap();
+    }
+    let written = |name: &str, stream: &str, bytes: u64| {
+        wait_until(Duration::from_secs(20), || {
+            json(&mount, &format!("cmd/{name}/result.json"))[stream]["bytes"] == bytes
+        })
+    };
+    for name in &names {
+        assert!(
+            written(name, "stdout", 999) && written(name, "stderr", 999),
+            "{name}"
+        );
+    }
+    std::fs::write(
+        mount.p("ctl/B"),
+        format!(
+            "head -c 999 /dev/zero | tr '\\0' c; until [ -e {} ]; do sleep 0.05; done; \
+             echo AFTER-LINE",
+            more.display()
+        ),
+    )
+    .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        json(&mount, "cmd/B/result.json")["stdout"]["dropped"] == 999
+    }));
+    let open = "[terminalfs: output from here on was not kept: the spool reached --max-spool \
+                (20k) with running commands alone]\n";
+    assert_eq!(
+        mount.read("cmd/B/stdout"),
+        open,
+        "the gap shows while it is open"
+    );
+    // The others finish: they may go to make room.
+    std::fs::write(&go, "").unwrap();
+    for name in &names {
+        assert_eq!(mount.wait(name), "completed\n", "{name}");
+    }
+    std::fs::write(&more, "").unwrap();
+    assert_eq!(mount.wait("B"), "completed\n");
+    let kept = format!("{open}[terminalfs: 999 bytes were not kept there]\nAFTER-LINE\n");
+    assert_eq!(mount.read("cmd/B/stdout"), kept);
+    assert_eq!(mount.read("cmd/B/output"), kept);
+    let result = json(&mount, "cmd/B/result.json");
+    assert_eq!(result["stdout"]["bytes"], 1010, "{result}");
+    assert_eq!(result["stdout"]["kept"], 11, "{result}");
+    assert_eq!(result["stdout"]["dropped"], 999, "{result}");
+    mount.wait_for_log("storing the output of B again; 999 bytes of its stdout were dropped");
+}

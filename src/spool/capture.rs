@@ -13,8 +13,15 @@
 //!
 //! While output can still arrive, the three files are open; once it has ended they are
 //! closed, and each read opens what it needs, so a finished command holds no descriptor.
-//! Output that cannot be stored (the spool is over `--max-spool`, the disk is full, a
-//! write fails) is counted and ends the stream's stored part with one notice line.
+//! Output that cannot be stored is counted. A full disk or a failed write stops storing
+//! for good, and one notice line ends the stream's stored part. Output refused because
+//! running commands alone fill `--max-spool` opens a gap instead: the same notice line
+//! shows while it is open, and the next bytes of that stream that fit (once finished
+//! commands can be evicted or commands were removed) are stored after that line and a
+//! second one with the exact count of bytes dropped, so readers see the stream only
+//! grow. A stream whose gap is still open when output ends gets that count line too.
+//! The notice lines stored among the stream's bytes are counted (`noted`) so that
+//! byte counts stay the command's own.
 
 use super::layout::{Kept, Layout};
 use super::{Spool, Store};
@@ -56,8 +63,10 @@ fn index_layout(capacity: u64) -> Layout {
 pub(crate) struct Counts {
     /// Bytes stored (offsets `0..end`).
     pub end: u64,
-    /// Bytes that arrived after storing stopped.
+    /// Bytes that arrived and were not stored.
     pub refused: u64,
+    /// Bytes of notice lines stored among the stream's bytes (see the module's text).
+    pub noted: u64,
     /// The last stored byte ended a line (or nothing was stored).
     pub line_ended: bool,
 }
@@ -69,8 +78,10 @@ pub struct Extent {
     pub kept: Kept,
     /// Bytes the command wrote to this stream (stored or not).
     pub written: u64,
-    /// Present once output stopped being stored; it follows the last stored byte.
+    /// Present while output is not being stored; it follows the last stored byte.
     pub stop_notice: Option<Arc<[u8]>>,
+    /// Bytes of notice lines among the stored ones, which the command did not write.
+    pub noted: u64,
 }
 
 /// What a read found: the held ranges as they were then, and whether the files were
@@ -94,9 +105,15 @@ impl Held {
 }
 
 impl Extent {
+    /// Bytes the command wrote that are held: the held ones less the notice lines.
+    /// (A notice line dropped between head and tail still counts as a notice.)
+    pub fn kept_written(&self) -> u64 {
+        self.kept.held().saturating_sub(self.noted)
+    }
+
     /// Bytes not kept: dropped between head and tail, plus those never stored.
     pub fn dropped(&self) -> u64 {
-        self.written - self.kept.held()
+        self.written.saturating_sub(self.kept_written())
     }
 }
 
@@ -113,7 +130,7 @@ pub(crate) struct Header {
     pub head_limit: Option<u64>,
     /// `output` offset of the oldest record still in the index's ring, once it wrapped.
     pub floor: u64,
-    /// Why storing stopped, if it did.
+    /// Storing stopped for good or a gap was open, if it did.
     pub stopped: bool,
     pub sealed: bool,
 }
@@ -137,6 +154,8 @@ impl Header {
             flags,
             self.head_limit.unwrap_or(u64::MAX),
             self.floor,
+            self.stdout.noted,
+            self.stderr.noted,
         ];
         let mut out = [0u8; HEADER as usize];
         for (index, word) in words.iter().enumerate() {
@@ -163,11 +182,13 @@ impl Header {
             stdout: Counts {
                 end: word(4),
                 refused: word(6),
+                noted: word(11),
                 line_ended: flags & 4 != 0,
             },
             stderr: Counts {
                 end: word(5),
                 refused: word(7),
+                noted: word(12),
                 line_ended: flags & 8 != 0,
             },
             out_line_ended: flags & 16 != 0,
@@ -176,7 +197,10 @@ impl Header {
             head_limit: Some(word(9)).filter(|w| *w != u64::MAX),
             floor: word(10),
         };
-        (header.stdout.end + header.stderr.end == header.out_end).then_some(header)
+        let consistent = header.stdout.end + header.stderr.end == header.out_end
+            && header.stdout.noted <= header.stdout.end
+            && header.stderr.noted <= header.stderr.end;
+        consistent.then_some(header)
     }
 
     /// File lengths these counts need: (stdout, stderr, index).
@@ -237,8 +261,12 @@ pub struct Capture {
     header: Header,
     /// Open while output may still arrive (after the first byte).
     files: Option<Files>,
-    /// Why storing stopped, once it did.
+    /// Why storing stopped for good, once it did.
     stop_reason: Option<String>,
+    /// Bytes of stdout and of stderr refused since their gap opened (0: none open),
+    /// and why the newest gap opened.
+    gaps: [u64; 2],
+    gap_reason: String,
     last_stream: Option<Stream>,
     checkpointed: Instant,
     dirty: bool,
@@ -257,6 +285,8 @@ impl Capture {
             header,
             files,
             stop_reason: header.stopped.then(|| "it was not stored".to_string()),
+            gaps: [0; 2],
+            gap_reason: String::new(),
             last_stream: None,
             checkpointed: Instant::now(),
             dirty: false,
@@ -282,6 +312,17 @@ impl Capture {
         out + err + index
     }
 
+    fn counts(&self, stream: Stream) -> Counts {
+        match stream {
+            Stream::Stderr => self.header.stderr,
+            _ => self.header.stdout,
+        }
+    }
+
+    fn gap_slot(stream: Stream) -> usize {
+        usize::from(stream == Stream::Stderr)
+    }
+
     fn counts_mut(&mut self, stream: Stream) -> &mut Counts {
         match stream {
             Stream::Stderr => &mut self.header.stderr,
@@ -294,14 +335,61 @@ impl Capture {
         if bytes.is_empty() || stream == Stream::Output {
             return;
         }
-        if self.header.stopped || self.header.sealed || self.store.is_gone() {
-            self.counts_mut(stream).refused += bytes.len() as u64;
+        let len = bytes.len() as u64;
+        if self.stop_reason.is_some() || self.header.sealed || self.store.is_gone() {
+            self.counts_mut(stream).refused += len;
             return;
         }
-        if let Err(why) = self.store_bytes(stream, bytes) {
-            self.stop(why);
-            self.counts_mut(stream).refused += bytes.len() as u64;
-            return;
+        let slot = Capture::gap_slot(stream);
+        let dropped = self.gaps[slot];
+        let stored = if dropped == 0 {
+            self.store_bytes(stream, bytes)
+        } else {
+            // The gap closes with its notice, stored where readers saw it shown.
+            let mut notice = self.gap_notice(stream, dropped, true);
+            let noted = notice.len() as u64;
+            notice.extend_from_slice(bytes);
+            self.store_bytes(stream, &notice).map(|()| {
+                self.counts_mut(stream).noted += noted;
+                self.gaps[slot] = 0;
+                self.header.stopped = self.gaps.iter().any(|gap| *gap > 0);
+                self.spool.log(&format!(
+                    "storing the output of {} again; {dropped} bytes of its {} were dropped",
+                    self.name,
+                    if stream == Stream::Stderr {
+                        "stderr"
+                    } else {
+                        "stdout"
+                    },
+                ));
+                self.checkpoint();
+            })
+        };
+        match stored {
+            Ok(()) => {}
+            Err(Refusal::Room(why)) => {
+                if self.gaps == [0, 0] {
+                    self.spool.log(&format!(
+                        "not storing the output of {} for now: {why}; what comes is counted \
+                         as dropped until it fits",
+                        self.name
+                    ));
+                }
+                self.gaps[slot] += len;
+                self.gap_reason = why;
+                self.counts_mut(stream).refused += len;
+                if !self.header.stopped {
+                    self.header.stopped = true;
+                    self.dirty = true;
+                    self.checkpoint();
+                }
+                return;
+            }
+            Err(Refusal::Failed(why)) => {
+                self.stop(why);
+                self.counts_mut(stream).refused += len;
+                return;
+            }
         }
         if self.checkpointed.elapsed() >= CHECKPOINT {
             self.checkpoint();
@@ -310,20 +398,39 @@ impl Capture {
         }
     }
 
-    fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), String> {
+    /// The notice shown where `dropped` bytes of `stream` (any stream, for `output`)
+    /// were refused: the line shown while the gap is open, then, once it has closed
+    /// (`closed`), the line with the count.
+    fn gap_notice(&self, stream: Stream, dropped: u64, closed: bool) -> Vec<u8> {
+        let line_ended = match stream {
+            Stream::Output => self.header.out_line_ended,
+            Stream::Stderr => self.header.stderr.line_ended,
+            Stream::Stdout => self.header.stdout.line_ended,
+        };
+        let mut notice = not_kept_line(line_ended, &self.gap_reason);
+        if closed {
+            notice.extend_from_slice(
+                format!("[terminalfs: {dropped} bytes were not kept there]\n").as_bytes(),
+            );
+        }
+        notice
+    }
+
+    fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), Refusal> {
         if self.files.is_none() {
             let dir = self.store.dir();
             let opened = std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .and_then(|()| Files::open(dir, true));
+                .and_then(|()| Files::open(dir, true))
+                .map_err(|e| Refusal::Failed(write_failure(&e)));
             // The command and its record follow the directory at once: a crash must not
             // find output without them for longer than the worker takes to write them.
             // Asked for only now, so the worker's creates in the directory do not
             // contend with these for its lock while the command's first bytes wait.
             self.spool.write_first_now(&self.store);
-            self.files = Some(opened.map_err(|e| write_failure(&e))?);
+            self.files = Some(opened?);
         }
         let len = bytes.len() as u64;
         let counts = *self.counts_mut(stream);
@@ -336,7 +443,9 @@ impl Capture {
             } else {
                 0
             };
-        self.spool.reserve(&self.store, grows)?;
+        self.spool
+            .reserve(&self.store, grows)
+            .map_err(Refusal::Room)?;
         let files = self.files.as_ref().expect("opened above");
         if new_record {
             let k = self.header.records;
@@ -353,7 +462,7 @@ impl Capture {
             files
                 .index
                 .write_all_at(&record, position)
-                .map_err(|e| write_failure(&e))?;
+                .map_err(|e| Refusal::Failed(write_failure(&e)))?;
             if k == self.index.head {
                 self.header.head_limit = Some(self.header.out_end);
             }
@@ -361,7 +470,7 @@ impl Capture {
                 // Record k took the slot of record k - ring; the oldest left is the next.
                 let oldest = k + 1 - self.index.ring;
                 self.header.floor = read_record(&files.index, &self.index, oldest)
-                    .map_err(|e| write_failure(&e))?
+                    .map_err(|e| Refusal::Failed(write_failure(&e)))?
                     .0;
             }
             self.header.records += 1;
@@ -372,7 +481,7 @@ impl Capture {
             files
                 .data(stream)
                 .write_all_at(part, position)
-                .map_err(|e| write_failure(&e))?;
+                .map_err(|e| Refusal::Failed(write_failure(&e)))?;
         }
         let line_ended = bytes.last() == Some(&b'\n');
         let counts = self.counts_mut(stream);
@@ -386,7 +495,7 @@ impl Capture {
 
     /// Storing stops for good: later bytes are only counted.
     fn stop(&mut self, why: String) {
-        if self.header.stopped {
+        if self.stop_reason.is_some() {
             return;
         }
         self.header.stopped = true;
@@ -435,10 +544,7 @@ impl Capture {
                 self.header.out_line_ended,
             ),
             stream => {
-                let counts = match stream {
-                    Stream::Stderr => self.header.stderr,
-                    _ => self.header.stdout,
-                };
+                let counts = self.counts(stream);
                 (
                     self.data.kept(counts.end),
                     counts.end + counts.refused,
@@ -446,16 +552,27 @@ impl Capture {
                 )
             }
         };
-        let stop_notice = self.stop_reason.as_ref().map(|why| {
-            let lead = if line_ended { "" } else { "\n" };
-            format!("{lead}[terminalfs: output from here on was not kept: {why}]\n")
-                .into_bytes()
-                .into()
-        });
+        let (gap, noted) = match stream {
+            Stream::Output => (
+                self.gaps[0] + self.gaps[1],
+                self.header.stdout.noted + self.header.stderr.noted,
+            ),
+            stream => (
+                self.gaps[Capture::gap_slot(stream)],
+                self.counts(stream).noted,
+            ),
+        };
+        let stop_notice = match &self.stop_reason {
+            Some(why) => Some(not_kept_line(line_ended, why)),
+            // Output has ended: the gap's count is final.
+            None if gap > 0 => Some(self.gap_notice(stream, gap, self.header.sealed)),
+            None => None,
+        };
         Extent {
             kept,
-            written,
-            stop_notice,
+            written: written - noted,
+            stop_notice: stop_notice.map(Into::into),
+            noted,
         }
     }
 
@@ -595,6 +712,21 @@ impl Capture {
         }
         Ok(())
     }
+}
+
+/// Why bytes were not stored.
+enum Refusal {
+    /// Running commands alone fill `--max-spool`: later bytes may fit.
+    Room(String),
+    /// The disk is full or a write failed: storing stops for good.
+    Failed(String),
+}
+
+/// The line that follows the last stored byte of a stream when what came next was not
+/// kept, starting a line of its own.
+fn not_kept_line(line_ended: bool, why: &str) -> Vec<u8> {
+    let lead = if line_ended { "" } else { "\n" };
+    format!("{lead}[terminalfs: output from here on was not kept: {why}]\n").into_bytes()
 }
 
 fn write_failure(error: &io::Error) -> String {

@@ -205,6 +205,84 @@ fn the_budget_evicts_the_least_recently_read_finished_command_first() {
 }
 
 #[test]
+fn output_refused_for_room_is_stored_again_once_room_frees() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    let mut filler = spool.capture("filler", b"x");
+    filler.append(Stream::Stdout, &[b'f'; 9650]);
+    let mut late = spool.capture("late", b"x");
+    late.append(Stream::Stdout, b"first\n");
+    // Running commands alone fill the spool: refused, and the gap shows.
+    late.append(Stream::Stdout, &[b'l'; 4000]);
+    late.append(Stream::Stdout, &[b'l'; 3000]);
+    let open = late.extent(Stream::Stdout).stop_notice.unwrap();
+    let open = String::from_utf8_lossy(&open).into_owned();
+    assert!(
+        open.starts_with("[terminalfs: output from here on was not kept: the spool reached"),
+        "{open}"
+    );
+    // The other stream has no gap: it is stored and shows no notice.
+    late.append(Stream::Stderr, b"err\n");
+    assert_eq!(late.extent(Stream::Stderr).stop_notice, None);
+    assert_eq!(late.extent(Stream::Stderr).dropped(), 0);
+    // Once the filler has finished it may be evicted: the next bytes fit.
+    filler.seal();
+    late.append(Stream::Stdout, b"after\n");
+    assert!(filler.store().evicted());
+    let extent = late.extent(Stream::Stdout);
+    assert_eq!(extent.stop_notice, None);
+    assert_eq!(extent.written, 6 + 7000 + 6);
+    assert_eq!((extent.kept_written(), extent.dropped()), (12, 7000));
+    let gap = format!("{open}[terminalfs: 7000 bytes were not kept there]\n");
+    let mut stdout = Vec::new();
+    late.read(Stream::Stdout, 0, 1 << 20, &mut stdout);
+    assert_eq!(
+        String::from_utf8_lossy(&stdout),
+        format!("first\n{gap}after\n")
+    );
+    // `output` has the same, in arrival order; its counts are the command's own.
+    let mut output = Vec::new();
+    late.read(Stream::Output, 0, 1 << 20, &mut output);
+    assert_eq!(
+        String::from_utf8_lossy(&output),
+        format!("first\nerr\n{gap}after\n")
+    );
+    let extent = late.extent(Stream::Output);
+    assert_eq!((extent.written, extent.dropped()), (6 + 7000 + 4 + 6, 7000));
+    // The counts, notices included, come back after a restart.
+    late.seal();
+    spool.sync();
+    let index = std::fs::read(late.store().dir().join(super::capture::INDEX_FILE)).unwrap();
+    let header = super::capture::Header::decode(&index).expect("a sound header");
+    assert_eq!(header.stdout.noted, gap.len() as u64);
+    assert!(!header.stopped);
+}
+
+#[test]
+fn a_gap_still_open_when_output_ends_gets_its_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    let mut filler = spool.capture("filler", b"x");
+    filler.append(Stream::Stdout, &[b'f'; 9000]);
+    let mut late = spool.capture("late", b"x");
+    late.append(Stream::Stdout, b"no newline");
+    late.append(Stream::Stdout, &[b'l'; 3000]);
+    let open = late.extent(Stream::Stdout).stop_notice.unwrap();
+    assert!(open.starts_with(b"\n[terminalfs: output from here on"));
+    late.seal();
+    let extent = late.extent(Stream::Stdout);
+    let sealed = extent.stop_notice.clone().unwrap();
+    assert!(sealed.starts_with(&open), "the shown line stays");
+    assert!(
+        sealed.ends_with(b"]\n[terminalfs: 3000 bytes were not kept there]\n"),
+        "{}",
+        String::from_utf8_lossy(&sealed)
+    );
+    assert_eq!((extent.written, extent.dropped()), (3010, 3000));
+    filler.seal();
+}
+
+#[test]
 fn a_full_disk_stops_storing_without_failing() {
     let dir = tempfile::tempdir().unwrap();
     let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);

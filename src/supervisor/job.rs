@@ -38,7 +38,7 @@ impl StreamBytes {
     fn of(extent: &Extent) -> StreamBytes {
         StreamBytes {
             bytes: extent.written,
-            kept: extent.kept.held(),
+            kept: extent.kept_written(),
             dropped: extent.dropped(),
         }
     }
