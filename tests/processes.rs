@@ -315,9 +315,11 @@ fn a_later_signal_does_not_hide_the_one_a_command_died_of() {
     std::fs::write(mount.p("ctl/both"), "exec sleep 300").unwrap();
     mount.ok("cat $M/cmd/both/pid >/dev/null; printf 'INT\\nKILL\\n' > $M/cmd/both/kill");
     std::fs::write(mount.p("ctl/apart"), "exec sleep 300").unwrap();
+    // Two writes on one open handle: `kill` goes once the command has stopped, but a
+    // handle open on it takes the second write whenever it comes.
     mount.ok(
-        "cat $M/cmd/apart/pid >/dev/null; echo USR1 > $M/cmd/apart/kill; \
-         echo TERM > $M/cmd/apart/kill",
+        "cat $M/cmd/apart/pid >/dev/null; exec 3> $M/cmd/apart/kill; echo USR1 >&3; \
+         echo TERM >&3; exec 3>&-",
     );
     for name in ["both", "apart"] {
         assert_eq!(mount.wait(name), "error\n", "{name}");
