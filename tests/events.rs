@@ -250,3 +250,40 @@ fn tail_f_goes_on_past_every_end_of_the_stream() {
     std::io::Read::read_to_string(&mut tail.0.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains("truncated"), "{stderr}");
 }
+
+/// A stop or a continue made outside the `kill` file (a signal from elsewhere, a
+/// command that stops itself) shows in `status` and `/events` as well.
+#[test]
+fn stops_and_continues_from_outside_the_kill_file_show() {
+    let mount = Mount::with_args(&["--wait-timeout", "20s"]);
+    let lines = reader(&mount);
+    let signal = |pid: i32, signal: i32| {
+        // SAFETY: a signal to the shell of a command this test started.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    };
+    std::fs::write(mount.p("ctl/t"), "exec sleep 300").unwrap();
+    next(&lines, "t running");
+    let pid: i32 = mount.read("cmd/t/pid").trim().parse().unwrap();
+    signal(pid, libc::SIGSTOP);
+    next(&lines, "t paused");
+    assert_eq!(mount.read("cmd/t/status"), "paused\n");
+    signal(pid, libc::SIGCONT);
+    next(&lines, "t running");
+    assert_eq!(mount.read("cmd/t/status"), "running\n");
+    // Paused through `kill`, continued from outside.
+    mount.ok("echo STOP > $M/cmd/t/kill");
+    next(&lines, "t paused");
+    signal(pid, libc::SIGCONT);
+    next(&lines, "t running");
+    assert_eq!(mount.read("cmd/t/status"), "running\n");
+    mount.ok("echo KILL > $M/cmd/t/kill");
+    next(&lines, "t error 137");
+    // A command that stops itself; a CONT through `kill` lets it finish.
+    std::fs::write(mount.p("ctl/own"), "echo before; kill -STOP $$; echo after").unwrap();
+    next(&lines, "own running");
+    next(&lines, "own paused");
+    assert_eq!(mount.read("cmd/own/status"), "paused\n");
+    mount.ok("echo CONT > $M/cmd/own/kill");
+    assert_eq!(mount.wait("own"), "completed\n");
+    assert_eq!(mount.read("cmd/own/stdout"), "before\nafter\n");
+}

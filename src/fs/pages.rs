@@ -420,7 +420,8 @@ pub fn skill(site: &Site) -> String {
          and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
          `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`; several, one a line, are sent in \
          turn. `STOP` pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`. If the command dies of a signal \
+         `paused`, `wait` keeps waiting) until `CONT`; a stop or continue from elsewhere \
+         (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
          written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
          command that has stopped does nothing. A shell that is just starting a program \
          can lose a signal that comes meanwhile (dash catches `INT` until its child runs): \

@@ -78,7 +78,8 @@ pub struct Shell {
     pub pid: i32,
     pub started_at: SystemTime,
     since: Instant,
-    /// A STOP was sent and no CONT since.
+    /// It is stopped: a STOP was written to `kill` and no CONT since, or the pump saw
+    /// it stopped (whoever stopped it) and not continued since.
     pub paused: bool,
 }
 
@@ -380,6 +381,8 @@ struct State {
     capture: Capture,
     open_pipes: u8,
     kill_grace: Duration,
+    /// STOPs and CONTs the driver has sent (see [`Job::pauses_sent`]).
+    pauses_sent: u64,
 }
 
 pub struct Job {
@@ -491,6 +494,7 @@ impl Job {
                 // The pipes exist from the start; the pump counts them closed.
                 open_pipes,
                 kill_grace: config.kill_grace,
+                pauses_sent: 0,
             }),
         }
     }
@@ -581,6 +585,7 @@ impl Job {
                 capture,
                 open_pipes: 0,
                 kill_grace,
+                pauses_sent: 0,
             }),
         };
         if interrupted {
@@ -903,8 +908,35 @@ impl Job {
         let sent = self.send(state, libc::SIGTERM);
         if sent && paused {
             self.send(state, libc::SIGCONT);
+            state.pauses_sent += 1;
         }
         sent
+    }
+
+    /// How many STOPs and CONTs the driver has sent the job: a look at the shell's
+    /// state taken while one was on its way may be older than the one it said.
+    pub(crate) fn pauses_sent(&self) -> u64 {
+        self.state.lock().pauses_sent
+    }
+
+    /// What the pump saw of the shell: stopped (by whatever signal, whoever sent it)
+    /// or not, in a look begun when [`Job::pauses_sent`] said `sent`. Taken only if
+    /// the driver has sent no STOP or CONT since, which the look may predate. Returns
+    /// whether that changed whether it shows as paused.
+    pub(crate) fn observe_stopped(&self, stopped: bool, sent: u64) -> bool {
+        let mut state = self.state.lock();
+        if state.pauses_sent != sent {
+            return false;
+        }
+        match &mut state.life {
+            Life::Running { shell, .. } | Life::Stopping { shell, .. }
+                if shell.paused != stopped =>
+            {
+                shell.paused = stopped;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Stops the job because it ran past `limit`; false (and nothing sent) unless its
@@ -926,12 +958,14 @@ impl Job {
     /// Noted before it is sent, under the same lock the exit is recorded with, so a
     /// quick death cannot be recorded first. Returns whether it was sent.
     pub(crate) fn signal(&self, signal: i32) -> bool {
-        let mut state = self.state.lock();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
         match &mut state.life {
             Life::Running { shell, .. } | Life::Stopping { shell, .. }
                 if matches!(signal, libc::SIGSTOP | libc::SIGCONT) =>
             {
                 shell.paused = signal == libc::SIGSTOP;
+                state.pauses_sent += 1;
             }
             Life::Running { signalled, .. } => signalled.insert(signal),
             _ => {}
@@ -1311,6 +1345,39 @@ mod tests {
         assert_eq!(written.died_of(&exit(130, Some(libc::SIGINT))), None);
         assert_eq!(written.died_of(&exit(0, None)), None);
         assert_eq!(written.died_of(&exit(1, None)), None);
+    }
+
+    #[test]
+    fn a_stop_seen_from_outside_shows_as_paused_until_seen_continued() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (child, job) = stood_in(&dir);
+        let sent = job.pauses_sent();
+        assert!(job.observe_stopped(true, sent), "stopped by someone else");
+        assert!(job.life().is_paused());
+        assert!(!job.observe_stopped(true, sent), "no change, no news");
+        assert!(job.observe_stopped(false, sent));
+        assert!(!job.life().is_paused());
+        // Each STOP or CONT the driver sends is counted, and a look begun before it
+        // is not taken for the truth.
+        assert!(job.signal(libc::SIGSTOP));
+        assert!(
+            !job.observe_stopped(false, sent),
+            "a look older than the STOP"
+        );
+        assert!(job.life().is_paused());
+        assert!(job.signal(libc::SIGCONT));
+        assert_eq!(job.pauses_sent(), sent + 2);
+        // A command stopped from outside is continued after its TERM, so it hears it.
+        assert!(job.observe_stopped(true, sent + 2));
+        assert!(job.stop(Stop::Kill("killed: by a test".into())));
+        assert_eq!(job.pauses_sent(), sent + 3);
+        assert!(!job.life().is_paused());
+        reap(&job, child);
+        assert!(
+            !job.observe_stopped(true, sent + 3),
+            "a reaped shell is not paused"
+        );
+        assert!(!job.life().is_paused());
     }
 
     #[test]

@@ -13,6 +13,12 @@
 //! The pump moves what a command's pipes hold before it records the exit, so
 //! everything the shell wrote before it exited is in the job when `wait` answers.
 //!
+//! Whether a shell is stopped is read from the system (`/proc/<pid>/stat` on Linux,
+//! `proc_pidinfo` on macOS) every [`LOOK_EVERY`] while any shell runs, so `paused`
+//! follows a stop or continue from outside the `kill` file, or by the command itself.
+//! A look is skipped when the driver sent a STOP or CONT since the previous one: the
+//! state it read may predate the signal.
+//!
 //! No signal is ever queued: the pump's wake-ups are a pipe, pollable descriptors and
 //! pidfds, so a command that writes fast costs other processes of the same user
 //! nothing (real-time signal queues are counted per user).
@@ -29,6 +35,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+/// How often the pump reads whether each running shell is stopped: a stop or continue
+/// made outside the `kill` file shows within this (twice this right after a STOP or
+/// CONT written to `kill`).
+pub const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Reads of one pipe per round before the pump turns to the next command.
 const READS_PER_ROUND: usize = 16;
@@ -73,11 +84,18 @@ struct Source {
     pid: i32,
     pidfd: Option<OwnedFd>,
     reaped: bool,
+    /// The job's count of STOPs and CONTs sent, as of the last look at the shell.
+    pauses_seen: u64,
 }
 
 impl Source {
     fn job(&self) -> &Arc<Job> {
         self.capture.job()
+    }
+
+    /// Its shell was started and has not been reaped.
+    fn shell_runs(&self) -> bool {
+        self.pid > 0 && !self.reaped
     }
 
     fn over(&self) -> bool {
@@ -185,6 +203,7 @@ impl Pump {
             pid: 0,
             pidfd: None,
             reaped: false,
+            pauses_seen: 0,
         }));
     }
 
@@ -300,6 +319,7 @@ fn run(
     let mut fds: Vec<libc::pollfd> = Vec::new();
     let mut order: Vec<u64> = Vec::new();
     let mut reaped_by_spawner: Vec<Reaped> = Vec::new();
+    let mut next_look = std::time::Instant::now() + LOOK_EVERY;
     while !shared.stop.load(Ordering::SeqCst) {
         take_incoming(&shared, &mut sources, &registry);
 
@@ -320,8 +340,15 @@ fn run(
             ));
             fds.push(pollfd(source.pidfd.as_ref().map_or(-1, |p| p.as_raw_fd())));
         }
+        // While a shell runs, wake for the next look at its state.
+        let timeout = if sources.values().any(Source::shell_runs) {
+            let left = next_look.saturating_duration_since(std::time::Instant::now());
+            left.as_millis().min(LOOK_EVERY.as_millis()) as libc::c_int
+        } else {
+            -1
+        };
         // SAFETY: `fds` is a valid array of pollfd for its whole length.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if ready < 0 {
             continue; // EINTR
         }
@@ -417,6 +444,20 @@ fn run(
             }
             if let Some(changed) = changed {
                 news.push((*id, changed));
+            }
+        }
+        if std::time::Instant::now() >= next_look {
+            next_look = std::time::Instant::now() + LOOK_EVERY;
+            for (id, source) in sources.iter_mut().filter(|(_, s)| s.shell_runs()) {
+                let sent = source.job().pauses_sent();
+                if sent != source.pauses_seen {
+                    source.pauses_seen = sent;
+                    continue;
+                }
+                let stopped = shell_stopped(source.pid);
+                if stopped.is_some_and(|stopped| source.job().observe_stopped(stopped, sent)) {
+                    news.push((*id, News::State));
+                }
             }
         }
         for (id, news) in news {
@@ -540,6 +581,39 @@ fn read_status(source: &mut Source) {
         return;
     }
 }
+/// Whether process `pid` is stopped (by any stop signal, or traced); None when it
+/// cannot be told (it is gone, or the system does not say).
+#[cfg(target_os = "linux")]
+pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: the state follows the last ')'.
+    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+    Some(matches!(state, "T" | "t"))
+}
+
+#[cfg(target_os = "macos")]
+pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
+    // SAFETY: proc_bsdinfo is plain data that proc_pidinfo fills in.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: the buffer is a proc_bsdinfo of the size given.
+    let got = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    (got == size).then_some(info.pbi_status == libc::SSTOP)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+pub(crate) fn shell_stopped(_pid: i32) -> Option<bool> {
+    None
+}
+
 fn reap(pid: i32) -> Option<(i32, libc::rusage)> {
     let mut status = 0;
     // SAFETY: rusage is plain data that wait4 fills in.
@@ -649,4 +723,42 @@ fn open_pidfd(pid: i32) -> Option<OwnedFd> {
 #[cfg(not(target_os = "linux"))]
 fn open_pidfd(_pid: i32) -> Option<OwnedFd> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn a_stopped_process_reads_as_stopped_until_continued() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep starts");
+        let pid = child.id() as i32;
+        let reads = |want: bool| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if shell_stopped(pid) == Some(want) {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            false
+        };
+        assert!(reads(false));
+        // SAFETY: signals to the child this test started.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let stopped = reads(true);
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        let continued = reads(false);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            stopped && continued,
+            "stopped {stopped}, continued {continued}"
+        );
+    }
 }
