@@ -970,7 +970,7 @@ impl Job {
             Life::Running { signalled, .. } => signalled.insert(signal),
             _ => {}
         }
-        self.send(&state, signal)
+        self.send(state, signal)
     }
 
     /// Sends `signal` to whatever of the job may still be alive, recording nothing
