@@ -105,6 +105,17 @@ fn a_program_that_may_be_a_shell_on_a_terminal_is_refused_at_the_write() {
             "script -q /dev/null",
             "'script -q /dev/null' starts a shell",
         ),
+        (
+            "tmx",
+            "exec tmux -L tfs-refused -f /dev/null",
+            "'tmux -L tfs-refused -f /dev/null' is a terminal multiplexer",
+        ),
+        ("scr", "screen -S tfs-refused", "'screen -S tfs-refused'"),
+        (
+            "ssh",
+            "ssh localhost",
+            "'ssh localhost' starts a login shell",
+        ),
     ] {
         let (status, printed) = sh(
             &mount,
@@ -117,6 +128,12 @@ fn a_program_that_may_be_a_shell_on_a_terminal_is_refused_at_the_write() {
         assert!(reason.contains("cannot be checked"), "{program}: {reason}");
         // Nothing runs, so there are no keys to type into it.
         assert!(!mount.p(&format!("cmd/{name}/keys")).exists());
+        // `check` makes the same decision.
+        let text = format!("#terminalfs tty\n{program}");
+        let out = run_binary(&[&"check", &"--settings", &mount.settings, &text]);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{program}: {printed}");
+        assert!(printed.contains(why), "{program}: {printed}");
     }
 }
 

@@ -7,11 +7,17 @@
 //! of the text whose program (wrappers such as `env`, `exec`, `busybox` peeled) is a shell
 //! and is not just handed a `-c` string counts, wherever it stands in a pipeline; so do
 //! `source` and `.` of the input (`/dev/stdin`, `/dev/fd/0`, a process substitution), and
-//! a program that starts a shell when given no command (`su`, `unshare -r`, `script`), a
+//! a program that starts a shell when given no command (`su`, `unshare -r`, `script`, `ssh
+//! host`), a terminal multiplexer whatever it is given (`tmux`, `screen`: a key opens a
+//! shell in a new window), a
 //! shell run by `xargs` or `parallel` on what they read (`xargs -I{} sh -c {}`), and
 //! a program that is only known when it runs: a name held in a variable or built by a
 //! substitution (`$SHELL`, `$(which bash)`), a pattern that could name a shell, or the
 //! running shell itself (`/proc/self/exe`).
+//!
+//! Interpreters are not shells here, however easily they start one: `python3 -i`,
+//! `expect` and `tclsh` read their own language, and what is typed into them is as
+//! unchecked as `python3 -c` in a command.
 
 use crate::policy::splitter::{Split, SHELLS};
 use crate::policy::{Policy, Verdict};
@@ -45,9 +51,21 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
         if SHELLS.contains(&base) {
             return Some(format!("'{program}' is a shell"));
         }
+        if MULTIPLEXERS.contains(&base) {
+            return Some(format!(
+                "'{spelling}' is a terminal multiplexer, which opens a shell in a new \
+                 window at a keystroke"
+            ));
+        }
         if starts_a_shell(base, spelling) {
             return Some(format!(
                 "'{spelling}' starts a shell, as it is given no command"
+            ));
+        }
+        if logs_in_remotely(base, spelling) {
+            return Some(format!(
+                "'{spelling}' starts a login shell, which may be on this machine, as it is \
+                 given no remote command"
             ));
         }
         if command.dynamic_name {
@@ -81,6 +99,65 @@ const SHELL_STARTERS: &[&str] = &[
     "su", "runuser", "sudo", "doas", "run0", "pkexec", "unshare", "chroot", "nsenter", "sg",
     "newgrp", "login", "script", "firejail",
 ];
+
+/// Terminal multiplexers and session holders: whatever they are given to run, a key
+/// (`C-b c` in tmux, `C-a c` in screen) opens a new window with a shell, and attaching
+/// (`tmux a`, `dtach -a`, `abduco -a`) reaches a session that may hold one.
+const MULTIPLEXERS: &[&str] = &[
+    "tmux",
+    "tmate",
+    "screen",
+    "byobu",
+    "byobu-tmux",
+    "byobu-screen",
+    "zellij",
+    "dtach",
+    "abduco",
+    "dvtm",
+    "mtm",
+];
+
+/// Whether `ssh` (or `slogin`) is given no remote command, so it starts a login shell
+/// where it connects, which may be this machine (`localhost`, an alias, this host's
+/// name); `mosh` and `rlogin` always do. Options that make `ssh` start no session (`-N`,
+/// `-W`, `-s`, `-G`, `-V`, `-Q`, `-O`) leave it out; options after the destination count,
+/// as `ssh` reads them there too.
+fn logs_in_remotely(base: &str, spelling: &str) -> bool {
+    match base {
+        "mosh" | "rlogin" => return true,
+        "ssh" | "slogin" => {}
+        _ => return false,
+    }
+    /// Short options of `ssh` that take a value, attached or as the next word.
+    const VALUED: &[u8] = b"BbcDEeFIiJLlmOoPpQRSWw";
+    let mut words = spelling.split(' ').skip(1);
+    let mut destination = false;
+    while let Some(word) = words.next() {
+        if word == "--" {
+            // A word after the destination is a remote command.
+            return words.nth(usize::from(!destination)).is_none();
+        }
+        let Some(cluster) = word.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            if destination {
+                return false;
+            }
+            destination = true;
+            continue;
+        };
+        for (at, option) in cluster.bytes().enumerate() {
+            if b"NWsGVQO".contains(&option) {
+                return false;
+            }
+            if VALUED.contains(&option) {
+                if at + 1 == cluster.len() {
+                    words.next();
+                }
+                break;
+            }
+        }
+    }
+    destination
+}
 
 /// Whether the innermost layer `spelling` of a command, whose program's basename is
 /// `base`, starts a shell: a program of [`SHELL_STARTERS`] without the `-c` of those that
@@ -223,6 +300,29 @@ mod tests {
             ("script -q /dev/null", "'script -q /dev/null'"),
             ("newgrp users", "'newgrp users'"),
             ("machinectl shell", "'machinectl shell'"),
+            ("tmux", "'tmux' is a terminal multiplexer"),
+            ("exec tmux -L x -f /dev/null", "'tmux -L x -f /dev/null'"),
+            ("tmux new-session vim", "'tmux new-session vim'"),
+            ("tmux attach", "'tmux attach'"),
+            ("screen", "'screen' is a terminal multiplexer"),
+            ("screen -S work top", "'screen -S work top'"),
+            ("/usr/bin/byobu", "'/usr/bin/byobu' is a terminal"),
+            ("zellij", "'zellij'"),
+            ("dtach -A /tmp/s top", "'dtach -A /tmp/s top'"),
+            ("abduco -c s", "'abduco -c s'"),
+            ("env TERM=xterm tmate", "'tmate'"),
+            ("ssh localhost", "'ssh localhost' starts a login shell"),
+            (
+                "ssh -p 2222 -i key -t bob@host",
+                "'ssh -p 2222 -i key -t bob@host'",
+            ),
+            ("ssh host -l bob", "'ssh host -l bob'"),
+            (
+                "ssh -oBatchMode=yes -- host",
+                "'ssh -oBatchMode=yes -- host'",
+            ),
+            ("mosh host", "'mosh host'"),
+            ("rlogin host", "'rlogin host'"),
             (
                 "xargs -I{} sh -c {}",
                 "'xargs -I{} sh -c {}' runs what it reads",
@@ -307,6 +407,17 @@ mod tests {
             "unshare -r cat",
             "chroot / cat",
             "machinectl list",
+            "ssh host uptime",
+            "ssh -p 2222 host 'cat /etc/os-release'",
+            "ssh -N -L 8080:localhost:80 host",
+            "ssh -W host:22 jump",
+            "ssh -s host sftp",
+            "ssh -V",
+            "ssh -G host",
+            "ssh -- host ls",
+            "ssh-keygen -t ed25519",
+            "scp a host:b",
+            "expect -c 'spawn ls; expect eof'",
             "xargs -n1 gzip",
             "find . -name '*.o' | xargs rm -f",
         ] {
