@@ -5,8 +5,10 @@
 //! rules read from the settings file, answers [`Policy::check`] for command text, and
 //! reloads the file when it changes, keeping the rules in force when an edit does not parse
 //! or the file disappears. A check runs every rule against the whole text and against every
-//! simple command [`splitter::split`] finds in it. Deny rules come first, then ask rules
-//! (which refuse too, as nobody is there to answer); text the splitter could only read
+//! simple command [`splitter::split`] finds in it, and against `> FILE` for every file a
+//! redirection writes. Deny rules come first, then ask rules
+//! (which refuse too, as nobody is there to answer); while any rule is in force, a fork
+//! bomb ([`fork_bomb`]) is refused next; text the splitter could only read
 //! crudely (absurd nesting, see [`splitter::MAX_DEPTH`]) is refused next; then, under
 //! `--allowlist`, every simple command must match an allow rule. None of this is a sandbox: it catches the
 //! commands an agent should not run by mistake, not an adversary.
@@ -22,6 +24,7 @@
 
 pub mod audit;
 pub mod directives;
+pub mod fork_bomb;
 pub mod options;
 pub mod rules;
 pub mod settings;
@@ -74,6 +77,8 @@ impl Verdict {
 pub struct Explained {
     pub verdict: Verdict,
     pub commands: Vec<SimpleCommand>,
+    /// The files redirections write, each checked as `> FILE` (see [`written_form`]).
+    pub written: Vec<String>,
     /// The `#terminalfs` lines (the defaults when they were not read).
     pub directives: Directives,
     /// Why what is written to the command's input is checked as a shell's script: the
@@ -118,6 +123,12 @@ impl Explained {
             for judged in self.judged.get(index).unwrap_or(&none) {
                 let why = judged.judged.as_deref().unwrap_or("");
                 out.push_str(&format!("    judged as: {} ({why})\n", judged.text));
+            }
+        }
+        if !self.written.is_empty() {
+            out.push_str(&format!("files written: {}\n", self.written.len()));
+            for file in &self.written {
+                out.push_str(&format!("  {}\n", written_form(file)));
             }
         }
         out
@@ -303,6 +314,7 @@ impl Policy {
         let refused = |reason: String| Explained {
             verdict: refusal(reason),
             commands: Vec::new(),
+            written: Vec::new(),
             directives: Directives::default(),
             shell_input: None,
             judged: Vec::new(),
@@ -334,6 +346,7 @@ impl Policy {
         Explained {
             verdict,
             commands: split.commands,
+            written: split.written,
             directives,
             shell_input,
             judged,
@@ -357,6 +370,12 @@ impl Policy {
         }
         // After the spellings as written, so a rule that matches both is reported plainly.
         candidates.extend(judged.iter().flatten().cloned());
+        candidates.extend(
+            split
+                .written
+                .iter()
+                .map(|file| Candidate::new(&written_form(file))),
+        );
         let globbed = commands.iter().flat_map(|c| &c.name_globs);
         for (kind, list) in [("denied", &rules.deny), ("refused by 'ask'", &rules.ask)] {
             if let Some((rule, candidate)) = first_match(list, &candidates) {
@@ -394,6 +413,15 @@ impl Policy {
                         ),
                     };
                 }
+            }
+        }
+        if self.count(&rules) > 0 {
+            if let Some(name) = fork_bomb::fork_bomb(text) {
+                return refusal(format!(
+                    "refused: the function '{name}' runs itself in a pipeline or in the \
+                     background, which makes processes until there are none left (a fork \
+                     bomb)"
+                ));
             }
         }
         if let Some(construct) = &split.refusal {
@@ -556,6 +584,13 @@ fn ends_a_line(text: &[u8]) -> bool {
     };
     let backslashes = body.iter().rev().take_while(|&&b| b == b'\\').count();
     backslashes % 2 == 0
+}
+
+/// How a file a redirection writes is checked against the rules: `> FILE`, its path
+/// made canonical as an operand of `rm` is (`> //dev/./sda` is `> /dev/sda`), so
+/// `Bash(> /dev/sd*)` refuses `cat x > /dev/sda`, `>> /dev/sda`, `&> /dev/sda` alike.
+pub fn written_form(file: &str) -> String {
+    format!("> {}", options::canonical_path(file))
 }
 
 /// The first rule, in file order, that matches any of the candidates, with the first

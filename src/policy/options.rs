@@ -404,7 +404,7 @@ impl ArgvPattern {
 /// `//`, `/./` and a trailing `/` or `/.` collapse; `$HOME`, `${HOME}` and `~` are `~`;
 /// `..` takes away the name before it (`/etc/..` is `/`, `a/../b` is `b`), at `/` it
 /// stays at `/`, and one leading a relative path, or following `~`, stays.
-fn canonical_path(path: &str) -> String {
+pub(crate) fn canonical_path(path: &str) -> String {
     let mut path = path.to_owned();
     for home in ["${HOME}", "$HOME"] {
         if let Some(rest) = path.strip_prefix(home) {

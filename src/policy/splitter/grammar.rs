@@ -614,6 +614,7 @@ impl<'s> Parser<'s> {
     fn redirect(&mut self, cx: &mut Context, st: &mut ListState) {
         let first = self.peek();
         self.advance(1);
+        let mut writing = first == Some(b'>');
         if first == Some(b'<') {
             match self.peek() {
                 Some(b'<') => {
@@ -640,7 +641,11 @@ impl<'s> Parser<'s> {
                         }
                     }
                 }
-                Some(b'&' | b'>') => self.advance(1),
+                Some(b'&') => self.advance(1),
+                Some(b'>') => {
+                    writing = true;
+                    self.advance(1);
+                }
                 _ => {}
             }
         } else if matches!(self.peek(), Some(b'>' | b'|' | b'&')) {
@@ -653,6 +658,12 @@ impl<'s> Parser<'s> {
         let Some(mut target) = self.starts_word().then(|| self.lex_word(cx)) else {
             return;
         };
+        // `>&2` duplicates a descriptor; `>& file` writes the file.
+        let descriptor =
+            target.text.iter().all(u8::is_ascii_digit) || target.text.starts_with(b"-");
+        if writing && !(duplicates && descriptor) {
+            cx.writes(&target.text);
+        }
         // A target is brace-expanded too (more than one word is an error bash reports
         // after running the substitutions of each).
         self.brace_words(cx, &self.src[start..self.pos]);
@@ -672,12 +683,13 @@ impl<'s> Parser<'s> {
         }
     }
 
-    /// Reads (and drops) the word a redirection points at; expansions in it still count.
+    /// Reads (and drops) the file `&>` or `&>>` writes; expansions in it still count.
     fn redirect_target(&mut self, cx: &mut Context) {
         self.skip_blanks();
         if self.starts_word() {
             let start = self.pos;
-            let _target = self.lex_word(cx);
+            let target = self.lex_word(cx);
+            cx.writes(&target.text);
             self.brace_words(cx, &self.src[start..self.pos]);
         }
     }

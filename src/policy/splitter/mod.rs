@@ -111,6 +111,10 @@ pub struct Split {
     /// re-parsing past the budget. The sentence names the first such construct; the
     /// policy refuses the text with it, and [`Split::commands`] ends where it was found.
     pub refusal: Option<String>,
+    /// The files redirections open for writing (`> f`, `>> f`, `>| f`, `&> f`, `<> f`),
+    /// as written after quote removal, each once, in order of appearance. A redirection
+    /// duplicating a descriptor (`2>&1`) names none.
+    pub written: Vec<String>,
 }
 
 /// Why text nested too deeply or repeating too much is refused.
@@ -127,6 +131,7 @@ pub fn split(text: &str) -> Split {
     Split {
         commands: cx.out,
         refusal: cx.refusal,
+        written: cx.written,
     }
 }
 
@@ -182,6 +187,8 @@ struct Context {
     dir: Option<String>,
     /// Changes whenever `dir` does: a command read again in another directory is another.
     dir_generation: u64,
+    /// The files redirections open for writing (see [`Split::written`]).
+    written: Vec<String>,
 }
 
 impl Context {
@@ -199,6 +206,7 @@ impl Context {
             unclosed: false,
             dir: Some(".".to_owned()),
             dir_generation: 0,
+            written: Vec::new(),
         }
     }
 
@@ -207,6 +215,14 @@ impl Context {
         if self.dir != dir {
             self.dir = dir;
             self.dir_generation += 1;
+        }
+    }
+
+    /// Notes a file a redirection opens for writing.
+    fn writes(&mut self, target: &[u8]) {
+        let target = String::from_utf8_lossy(target);
+        if !self.written.iter().any(|seen| *seen == target) {
+            self.written.push(target.into_owned());
         }
     }
 
@@ -454,6 +470,8 @@ fn emit_texts(
                     Input::Inherited => {}
                 }
             }
+            // `bash <(curl x)` reads a pipe just as `curl x | bash` does.
+            Some(ShellRun::Piped) => command.forms.push(format!("{} -s", basename(&layer[0]))),
             None => {}
         }
         let (run, again) = code_strings(layer);

@@ -622,6 +622,9 @@ pub(super) enum ShellRun {
     String(String, Vec<String>),
     /// A script read from standard input.
     Stdin,
+    /// A script read from a pipe it is given as a file: a process substitution
+    /// (`bash <(curl x)`) or an open file (`/dev/fd/3`).
+    Piped,
 }
 
 /// For a shell, how it gets its script (None for a script file or another program); for
@@ -678,7 +681,36 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
         }
         return Some(ShellRun::String(script, args));
     }
-    (has_s || index >= words.len()).then_some(ShellRun::Stdin)
+    match words.get(index).filter(|_| !has_s) {
+        None => Some(ShellRun::Stdin),
+        Some(script) if is_stdin(script) => Some(ShellRun::Stdin),
+        Some(script) if script == "<(...)" || is_open_file(script) => Some(ShellRun::Piped),
+        Some(_) => None,
+    }
+}
+
+/// Whether a script file is the shell's own standard input (`/dev/stdin`, `/dev/fd/0`,
+/// `/proc/self/fd/0`).
+fn is_stdin(path: &str) -> bool {
+    matches!(
+        path_parts(path).as_slice(),
+        ["dev", "stdin"] | ["dev", "fd", "0"] | ["proc", _, "fd", "0"]
+    )
+}
+
+/// Whether a script file is a descriptor already open, as a process substitution is
+/// handed on (`/dev/fd/63`, `/proc/self/fd/63`).
+fn is_open_file(path: &str) -> bool {
+    matches!(
+        path_parts(path).as_slice(),
+        ["dev", "fd", _] | ["proc", _, "fd", _]
+    )
+}
+
+fn path_parts(path: &str) -> Vec<&str> {
+    path.split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect()
 }
 
 /// The strings of shell code a builtin keeps to run later (`trap 'X' EXIT`,
