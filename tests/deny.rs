@@ -369,6 +369,48 @@ fn a_redirection_onto_a_denied_file_is_refused() {
     assert!(target.path().join("other").exists());
 }
 
+/// Operands are folded before rules meet them: `..` in a path, `**`, and globs over
+/// every entry of a directory a rule names with `/[*]`.
+#[test]
+fn folded_operands_are_refused_and_leave_modes_alone() {
+    let target = tempfile::tempdir().expect("temporary directory");
+    let v2 = target.path().join("v2");
+    let sub = v2.join("sub");
+    std::fs::create_dir_all(&sub).expect("create v2/sub");
+    for dir in [&v2, &sub] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let dir = target.path().display().to_string();
+    let settings = format!(
+        r#"{{"permissions": {{"deny": ["Bash(chmod -R 777 {dir}/v2)", "Bash(chmod -R 777 {dir}/v2/[*])"]}}}}"#
+    );
+    let mount = Mount::with(Options {
+        settings: &settings,
+        ..Options::default()
+    });
+    for (name, command) in [
+        ("c1", format!("chmod -R 777 {dir}/v2/sub/..")),
+        ("c2", format!("chmod -R 777 {dir}/v2/**")),
+        ("c3", format!("chmod -R 777 {dir}/v2/?*")),
+        ("c4", format!("chmod -R 777 {dir}/v2/sub/../[a-z]*")),
+    ] {
+        let reason = refused(&mount, name, &command);
+        assert!(reason.contains(&format!("{dir}/v2")), "{reason}");
+    }
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path).expect("stat").permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&v2), 0o700);
+    assert_eq!(mode(&sub), 0o700);
+    // A name under the directory, not a glob over it, runs.
+    assert_eq!(
+        mount.run("c5", &format!("chmod -R 777 {dir}/v2/sub/../sub")),
+        "completed\n"
+    );
+    assert_eq!(mode(&sub), 0o777);
+    assert_eq!(mode(&v2), 0o700);
+}
+
 #[test]
 fn check_prints_the_decision_the_rule_and_every_command() {
     let dir = tempfile::tempdir().expect("temporary directory");

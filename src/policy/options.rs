@@ -7,12 +7,14 @@
 //! `--` is dropped, `git`'s global options before the subcommand (`-C dir`, `-c k=v`,
 //! `--no-pager`, `--git-dir=...`) are dropped, a `git push` refspec starting with `+`
 //! counts as `-f`, and path operands are made canonical (`//` and `/.` are `/`, `$HOME`,
-//! `${HOME}` and `~/` are `~`). A rule whose program is one of these is read the same way
-//! and matches a command when the program is the same, every option of the rule is among
-//! the command's, and its operands match: for `rm`, `chmod`, `chown` and `chgrp` each of
+//! `${HOME}`, `${HOME:?}` and `~/` are `~`, `..` folds, `**` is `*`). A rule whose
+//! program is one of these is read the same way and matches a command when the program
+//! is the same, every option of the rule is among the command's, and its operands match: for `rm`, `chmod`, `chown` and `chgrp` each of
 //! the rule's operands must match a different operand of the command (in any order);
 //! for `git`, in order, with more allowed after them only for a `:*` rule. An operand
-//! pattern may hold `*`, `?` and `[...]`. An allow rule without `:*` is stricter: the
+//! pattern may hold `*`, `?` and `[...]`; one ending in `/[*]` (every entry of a
+//! directory) also names a glob whose first name under that directory starts with a
+//! wildcard (`/?*`, `/[a-z]*`, `/*/*`). An allow rule without `:*` is stricter: the
 //! command's options must be exactly the rule's (`Bash(git status)` does not allow
 //! `git status --ignored`).
 
@@ -310,6 +312,10 @@ pub struct ArgvPattern {
 enum Operand {
     Literal(String),
     Glob(GlobMatcher),
+    /// `DIR/[*]`, every entry of a directory (held as `DIR/`): names `DIR/*` and any
+    /// glob whose first name under `DIR` starts with a wildcard (`/?*`, `/[a-z]*`,
+    /// `/*/*`), which reaches every entry or most of them.
+    Entries(String),
 }
 
 impl Operand {
@@ -317,6 +323,9 @@ impl Operand {
         match self {
             Operand::Literal(text) => text == operand,
             Operand::Glob(glob) => glob.is_match(operand),
+            Operand::Entries(dir) => operand
+                .strip_prefix(dir.as_str())
+                .is_some_and(|rest| rest.starts_with(['*', '?', '['])),
         }
     }
 }
@@ -332,6 +341,11 @@ impl ArgvPattern {
             .map(|operand| {
                 if !operand.contains(['*', '?', '[']) {
                     return Operand::Literal(operand.clone());
+                }
+                if let Some(dir) = operand.strip_suffix("[*]").filter(|d| d.ends_with('/')) {
+                    if !dir.contains(['*', '?', '[']) {
+                        return Operand::Entries(dir.to_owned());
+                    }
                 }
                 let mut escaped = String::with_capacity(operand.len());
                 for c in operand.chars() {
@@ -406,12 +420,14 @@ impl ArgvPattern {
 /// stays at `/`, and one leading a relative path, or following `~`, stays.
 pub(crate) fn canonical_path(path: &str) -> String {
     let mut path = path.to_owned();
-    for home in ["${HOME}", "$HOME"] {
-        if let Some(rest) = path.strip_prefix(home) {
-            if rest.is_empty() || rest.starts_with('/') {
-                path = format!("~{rest}");
-            }
+    if let Some(rest) = home_spelling_len(&path).map(|len| &path[len..]) {
+        if rest.is_empty() || rest.starts_with('/') {
+            path = format!("~{rest}");
         }
+    }
+    // Without `globstar`, bash reads `**` as `*`.
+    while path.contains("**") {
+        path = path.replace("**", "*");
     }
     let absolute = path.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
@@ -430,6 +446,26 @@ pub(crate) fn canonical_path(path: &str) -> String {
         (false, true) => ".".to_owned(),
         (false, false) => joined,
     }
+}
+
+/// The length of the spelling of the home directory that `path` starts with: `$HOME`,
+/// `${HOME}`, or `${HOME...}` with an operator that leaves a set `HOME` as it is (`:?`
+/// and `?` with or without a message, `:-`, `-`, `:=`, `=` with a default, `%/` and
+/// `%%/`, which only drop a trailing `/`).
+fn home_spelling_len(path: &str) -> Option<usize> {
+    if let Some(rest) = path.strip_prefix("$HOME") {
+        let name_goes_on = rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        return (!name_goes_on).then_some("$HOME".len());
+    }
+    let rest = path.strip_prefix("${HOME")?;
+    let close = rest.find('}')?;
+    let operator = &rest[..close];
+    let same = operator.is_empty()
+        || [":?", "?", ":-", "-", ":=", "="]
+            .iter()
+            .any(|op| operator.starts_with(op))
+        || matches!(operator, "%/" | "%%/");
+    same.then_some("${HOME".len() + close + 1)
 }
 
 /// An octal mode without leading zeros; `a+rwx` and its spellings as `777`.
@@ -472,6 +508,27 @@ mod tests {
         assert_eq!(argv("rm -rf $HOME").operands, ["~"]);
         assert_eq!(argv("rm -rf ~/").operands, ["~"]);
         assert_eq!(argv("rm -- -f").operands, ["-f"]);
+        for (spelling, operand) in [
+            ("rm -rf ${HOME:?}/", "~"),
+            ("rm -rf ${HOME:?unset}/x", "~/x"),
+            ("rm -rf ${HOME?}", "~"),
+            ("rm -rf ${HOME:-/tmp/h}", "~"),
+            ("rm -rf ${HOME%/}/*", "~/*"),
+            ("rm -rf ${HOME:+x}", "${HOME:+x}"),
+            ("rm -rf ${HOMEDIR}", "${HOMEDIR}"),
+            ("rm -rf $HOMEDIR", "$HOMEDIR"),
+            ("rm -rf /**", "/*"),
+            ("rm -rf /***/**", "/*/*"),
+            ("rm -rf /tmp/../*", "/*"),
+            ("rm -rf /../*", "/*"),
+            ("chmod -R 777 /..", "/"),
+        ] {
+            assert_eq!(
+                argv(spelling).operands.last().unwrap(),
+                operand,
+                "{spelling}"
+            );
+        }
         assert!(Argv::read("ls -la").is_none());
     }
 
@@ -570,6 +627,30 @@ mod tests {
         let star = ArgvPattern::new("rm -r /[*]", false).expect("rm pattern");
         assert!(star.matches(&argv("rm -rf /*"), false));
         assert!(!star.matches(&argv("rm -rf /home"), false));
+        for every in [
+            "/?*",
+            "/*/*",
+            "/[a-z]*",
+            "/**",
+            "/*/",
+            "/[!.]*",
+            "/tmp/../?*",
+        ] {
+            assert!(
+                star.matches(&argv(&format!("rm -rf {every}")), false),
+                "{every}"
+            );
+        }
+        for some in ["/tmp/*", "/usr/local/?*", "/.*", "/b*", "./*", "*"] {
+            assert!(
+                !star.matches(&argv(&format!("rm -rf {some}")), false),
+                "{some}"
+            );
+        }
+        let home = ArgvPattern::new("rm -r ~/[*]", false).expect("rm pattern");
+        assert!(home.matches(&argv("rm -rf $HOME/?*"), false));
+        assert!(home.matches(&argv("rm -rf ${HOME:?}/**"), false));
+        assert!(!home.matches(&argv("rm -rf ~/src/*"), false));
         let push = ArgvPattern::new("git push -f", true).expect("git pattern");
         assert!(push.matches(&argv("git -C x push -uf origin main"), false));
         assert!(!push.matches(&argv("git push origin main"), false));
