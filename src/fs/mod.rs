@@ -420,12 +420,11 @@ impl Tree {
         for id in abandoned {
             if let Some(Entry::Draft(draft)) = state.entries.remove(&id) {
                 state.ctl.remove(&draft.name);
-                if !draft.text.is_empty() {
-                    drafts::note_refusal(
-                        state,
-                        &draft.name,
-                        "freed after --keep: a draft under a `.tmp` name runs only once                          renamed, and it never was",
-                    );
+                let held = matches!(draft.stage, Stage::Decided { start_at: None, .. });
+                if held {
+                    let why = "freed after --keep: a draft under a `.tmp` name runs only once \
+                               renamed, and it never was";
+                    drafts::note_refusal(state, &draft.name, why);
                 }
             }
         }

@@ -15,7 +15,9 @@ const METACHARACTERS: &[u8] = b" \t\n;&|()<>{}";
 
 /// The name of the first function in `text` that runs itself in a pipeline or in the
 /// background, or None. Linear in the text times a small constant: past that budget the
-/// search stops.
+/// search stops and answers an empty name (a text too tangled to tell, refused rather
+/// than let through: unclosed definitions piled up would otherwise hide a bomb after
+/// them).
 pub fn fork_bomb(text: &str) -> Option<String> {
     let src = text.as_bytes();
     if !src.contains(&b'(') && !text.contains("function") {
@@ -34,7 +36,12 @@ pub fn fork_bomb(text: &str) -> Option<String> {
         }
         if let Some((name, body)) = definition(src, at) {
             let body_end = body_end(src, body);
-            budget = budget.checked_sub(body_end - body)?;
+            // Out of budget (definitions that never close, piled up to hide what
+            // follows): refused rather than let through unread.
+            let Some(left) = budget.checked_sub(body_end - body) else {
+                return Some(String::new());
+            };
+            budget = left;
             if calls_itself_concurrently(&src[body..body_end], name) {
                 return Some(String::from_utf8_lossy(name).into_owned());
             }
@@ -198,8 +205,17 @@ mod tests {
     }
 
     #[test]
-    fn nested_definitions_stay_linear() {
-        let text = "f(){ ".repeat(50_000);
-        assert_eq!(fork_bomb(&text), None);
+    fn definitions_that_never_close_are_too_tangled_not_a_way_past() {
+        let started = std::time::Instant::now();
+        // Nothing piped or put in the background: no bomb, whatever else.
+        assert_eq!(fork_bomb(&"f(){ ".repeat(50_000)), None);
+        let text = format!("{}x | y", "f(){ ".repeat(50_000));
+        assert_eq!(fork_bomb(&text), Some(String::new()));
+        let hidden = format!("echo '{}' ; :(){{ :|:& }};:", "g(){ ".repeat(200));
+        assert!(fork_bomb(&hidden).is_some());
+        // Closed definitions, however many, are read to the end.
+        let many = "f(){ true; }; ".repeat(20_000);
+        assert_eq!(fork_bomb(&many), None);
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 }

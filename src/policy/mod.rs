@@ -417,6 +417,13 @@ impl Policy {
         }
         if self.count(&rules) > 0 {
             if let Some(name) = fork_bomb::fork_bomb(text) {
+                if name.is_empty() {
+                    return refusal(
+                        "refused: its function definitions are too tangled (too many that \
+                         never close) to check for a fork bomb"
+                            .to_string(),
+                    );
+                }
                 return refusal(format!(
                     "refused: the function '{name}' runs itself in a pipeline or in the \
                      background, which makes processes until there are none left (a fork \

@@ -343,7 +343,8 @@ fn run(
         // While a shell runs, wake for the next look at its state.
         let timeout = if sources.values().any(Source::shell_runs) {
             let left = next_look.saturating_duration_since(std::time::Instant::now());
-            left.as_millis().min(LOOK_EVERY.as_millis()) as libc::c_int
+            // Rounded up: a timeout of 0 would spin until the look is due.
+            (left.as_micros().div_ceil(1000)).min(LOOK_EVERY.as_millis()) as libc::c_int
         } else {
             -1
         };
@@ -588,7 +589,9 @@ pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: the state follows the last ')'.
     let state = stat.rsplit(')').next()?.split_whitespace().next()?;
-    Some(matches!(state, "T" | "t"))
+    // Only a stop signal: a traced process (`t`) stops at each of its tracer's
+    // events, and would flip between paused and running.
+    Some(state == "T")
 }
 
 #[cfg(target_os = "macos")]
