@@ -764,12 +764,12 @@ impl Driver {
 impl Filesystem for Driver {
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent.0 == crate::fs::names::ROOT {
-            match self.tree.stderr_lookup(name.as_bytes()) {
+            match self.tree.stderr_lookup(name.as_bytes(), req.pid()) {
                 Some(Ok(attr)) => return reply_entry(reply, &attr, self.owner()),
                 Some(Err(e)) => {
                     return reply.error(failed(
                         "lookup",
-                        format_args!("{}/{:?}", parent.0, name),
+                        format_args!("{}/{:?} by pid {}", parent.0, name, req.pid()),
                         e,
                     ))
                 }
@@ -955,15 +955,24 @@ impl Filesystem for Driver {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if let Some(id) = stderr_job(ino.0) {
-            if open_mode(flags.0).write {
-                return match self.tree.stderr_open(id) {
-                    // Direct I/O: each write reaches the supervisor while its writer waits.
-                    // No FLUSH: a command's exit need not wait for one.
-                    Ok(()) => reply.opened(FileHandle(0), open_flags(true, false)),
-                    Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
-                };
+            if !open_mode(flags.0).write {
+                return reply.error(refused(
+                    "open",
+                    format_args!("inode {} by pid {}", ino.0, req.pid()),
+                    libc::EACCES,
+                    "a command's stderr file is written, never read",
+                ));
             }
-            return reply.error(Errno::EACCES);
+            return match self.tree.stderr_open(id, req.pid()) {
+                // Direct I/O: each write reaches the supervisor while its writer waits.
+                // No FLUSH: a command's exit need not wait for one.
+                Ok(()) => reply.opened(FileHandle(0), open_flags(true, false)),
+                Err(e) => reply.error(failed(
+                    "open",
+                    format_args!("inode {} by pid {}", ino.0, req.pid()),
+                    e,
+                )),
+            };
         }
         match self.tree.open_as(ino.0, open_mode(flags.0), req.pid()) {
             Ok(opened) => reply.opened(

@@ -488,19 +488,117 @@ fn commands_are_the_drivers_children_and_outlive_a_lost_spawner() {
     assert_eq!(mount.read("cmd/after/stdout"), "still\n");
 }
 
-/// The driver's descriptors that are files of its own mount.
-fn own_files(mount: &Mount) -> Vec<String> {
+/// The driver's descriptors that are files of its own mount: each as its link in
+/// `/proc/<pid>/fd` and the path it leads to.
+fn own_handles(mount: &Mount) -> Vec<(std::path::PathBuf, String)> {
     let dir = format!("/proc/{}/fd", mount.pid());
     std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
-                .filter_map(|entry| std::fs::read_link(entry.path()).ok())
-                .filter(|target| target.starts_with(&mount.path))
-                .map(|target| target.display().to_string())
+                .filter_map(|entry| {
+                    let target = std::fs::read_link(entry.path()).ok()?;
+                    target
+                        .starts_with(&mount.path)
+                        .then(|| (entry.path(), target.display().to_string()))
+                })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The paths of [`own_handles`].
+fn own_files(mount: &Mount) -> Vec<String> {
+    own_handles(mount)
+        .into_iter()
+        .map(|(_, target)| target)
+        .collect()
+}
+
+/// Writes `evil` into `target` from a process of its own (no part of terminalfs, nor of
+/// any command), as `sh` would: appending, then truncating. Both must fail, refused.
+fn inject(mount: &Mount, target: &str) {
+    for redirect in [">>", ">"] {
+        let out = mount.sh(&format!("echo evil {redirect} '{target}'"));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && said.contains("Permission denied"),
+            "echo evil {redirect} {target}: {} {said}\n{}",
+            out.status,
+            mount.log()
+        );
+    }
+}
+
+#[test]
+fn no_other_process_opens_the_next_or_a_running_commands_stderr_file() {
+    let mount = Mount::with_args(&["--verbose"]);
+    // The next command's file, readied while its draft is written: its predictable
+    // name, and the driver's own descriptor of it.
+    let mut draft = std::fs::File::create(mount.p("ctl/victim")).unwrap();
+    let readied = || {
+        own_handles(&mount)
+            .into_iter()
+            .find(|(_, target)| target.contains(".terminalfs-stderr-"))
+    };
+    assert!(
+        wait_until(Duration::from_secs(10), || readied().is_some()),
+        "{:?}",
+        own_files(&mount)
+    );
+    let (link, name) = readied().unwrap();
+    inject(&mount, &name);
+    inject(&mount, &link.display().to_string());
+    let out = mount.sh(&format!("cat '{name}'"));
+    assert!(!out.status.success(), "the file reads as nothing");
+    // The id after it is no file at all, and none is made by the attempt.
+    let id: u64 = name.rsplit('-').next().unwrap().parse().unwrap();
+    let after = mount.p(&format!(".terminalfs-stderr-{}", id + 1));
+    let out = mount.sh(&format!("echo evil > '{}'", after.display()));
+    assert!(!out.status.success());
+    assert!(std::fs::read_dir(&mount.path).unwrap().all(|entry| !entry
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("stderr")));
+    // The command gets the readied file, and is refused nothing itself.
+    let go = mount.dir.path().join("go");
+    use std::io::Write;
+    draft
+        .write_all(
+            format!(
+                "echo one >&2; while [ ! -e '{}' ]; do sleep 0.05; done; \
+                 echo two >&2; echo three > /dev/stderr",
+                go.display()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    drop(draft);
+    mount.holds("cmd/victim/stderr", "one\n");
+    let shell = mount.read("cmd/victim/pid").trim().to_string();
+    let fd = format!("/proc/{shell}/fd/2");
+    let running = std::fs::read_link(&fd).unwrap().display().to_string();
+    // (Shown as deleted once a refused lookup has had the kernel drop the name.)
+    let running = running.trim_end_matches(" (deleted)").to_string();
+    assert_eq!(running, name, "the command's stderr is the readied file");
+    // The running command's file: by name, and through its shell's descriptor, from
+    // outside its session.
+    inject(&mount, &running);
+    inject(&mount, &fd);
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(mount.wait("victim"), "completed\n");
+    assert_eq!(mount.read("cmd/victim/stderr"), "one\ntwo\nthree\n");
+    assert_eq!(mount.read("cmd/victim/output"), "one\ntwo\nthree\n");
+    // Each refusal is one line of the verbose log.
+    assert!(
+        mount.log().contains("opened only by terminalfs"),
+        "{}",
+        mount.log()
+    );
+    // A start with nothing readied has the file too, opened the same way.
+    let said = mount.ok("echo 'readlink /proc/$$/fd/2' > \"$M/ctl/plain\"; cat \"$M/cmd/plain/wait\" >/dev/null; cat \"$M/cmd/plain/stdout\"");
+    assert!(said.contains(".terminalfs-stderr-"), "{said}");
 }
 
 #[test]

@@ -4,11 +4,13 @@
 //! an audit line of another.
 //!
 //! Spawns are queued in the state and run by [`Tree::start_pending`], on a thread of
-//! the caller's choosing; a command waiting for its spawn is [`Run::Starting`] and
+//! the caller's choosing that serves no request of the mount (a start may open its
+//! stderr file through it); a command waiting for its spawn is [`Run::Starting`] and
 //! lookups under it are answered once its job exists.
 
 use super::state::{Entry, Handle, Run, State};
 use super::Tree;
+use crate::supervisor::capture::{Access, Caller};
 use crate::supervisor::{Job, SpawnRequest, Supervisor};
 use std::path::Path;
 use std::sync::Arc;
@@ -27,14 +29,14 @@ pub trait Spawner: Send + Sync {
     fn shell(&self) -> &Path;
     /// The directory commands run in, for the pages and the audit log.
     fn cwd(&self) -> &Path;
-    /// Commands' stderr files (`stderr.rs`): whether job `id`'s may be looked up now.
-    /// A spawner that hands out no such files keeps the defaults: none exist.
-    fn stderr_lookup(&self, _id: u64) -> bool {
-        false
+    /// Commands' stderr files (`stderr.rs`): a lookup of job `id`'s by name, by
+    /// `caller`. A spawner that hands out no such files keeps the defaults: none exist.
+    fn stderr_lookup(&self, _id: u64, _caller: Caller) -> Access {
+        Access::Unknown
     }
-    /// An open of job `id`'s stderr file; false when it has none.
-    fn stderr_open(&self, _id: u64) -> bool {
-        false
+    /// An open of job `id`'s stderr file by `caller`.
+    fn stderr_open(&self, _id: u64, _caller: Caller) -> Access {
+        Access::Unknown
     }
     /// A write to job `id`'s stderr file; false when it has none.
     fn stderr_write(&self, _id: u64, _bytes: &[u8]) -> bool {
@@ -68,12 +70,12 @@ impl Spawner for Supervisor {
         &self.config().cwd
     }
 
-    fn stderr_lookup(&self, id: u64) -> bool {
-        Supervisor::stderr_lookup(self, id)
+    fn stderr_lookup(&self, id: u64, caller: Caller) -> Access {
+        Supervisor::stderr_lookup(self, id, caller)
     }
 
-    fn stderr_open(&self, id: u64) -> bool {
-        Supervisor::stderr_open(self, id)
+    fn stderr_open(&self, id: u64, caller: Caller) -> Access {
+        Supervisor::stderr_open(self, id, caller)
     }
 
     fn stderr_write(&self, id: u64, bytes: &[u8]) -> bool {

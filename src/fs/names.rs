@@ -148,7 +148,8 @@ mod tests {
             assert!(!is_fixed(entry_ino(id)), "{id}");
             assert!(!is_fixed(file_ino(id, Slot::Wait)), "{id}");
         }
-        // A command's stderr file resolves only until its exec: never kept either.
+        // A command's stderr file resolves only for the thread that opens it: never
+        // kept either.
         let stderr = (0..u64::MAX.ilog2())
             .map(|bit| 1u64 << bit)
             .find(|&ino| crate::fs::stderr::stderr_job(ino).is_some())

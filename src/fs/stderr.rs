@@ -1,15 +1,19 @@
 //! Commands' stderr files: one hidden file per command, in the mount's root, that the
 //! supervisor opens through the mount and hands to the command as its stderr, so that
 //! every stderr write becomes a request here and can be ordered against stdout (see
-//! `supervisor::capture`). The file is listed nowhere; its name resolves only while
-//! the supervisor opens it, and reopens through `/proc/<pid>/fd/2` (`/dev/stderr`)
-//! reach its inode directly.
+//! `supervisor::capture`). The file is listed nowhere. Its name, predictable and made
+//! ahead for the next command, resolves only for the supervisor's thread that opens
+//! it, until it has; that open is the only one taken before the command starts. Once
+//! the command runs, reopens through `/proc/<pid>/fd/2` (`/dev/stderr`) reach its inode
+//! directly, and are taken from the command's own processes (its session) alone. So no
+//! other process can write into a command's stderr or hold it open. A refusal is
+//! EACCES, logged with `--verbose` (anyone may ask, as often as they like).
 //!
 //! None of this takes the tree's lock: a stderr write is served while other requests
 //! hold it, and the supervisor's work for it never waits on the tree.
 
 use super::{Attr, Error, FsResult, Kind, Tree};
-use crate::supervisor::capture::parse_stderr_file_name;
+use crate::supervisor::capture::{parse_stderr_file_name, Access, Caller};
 use std::time::SystemTime;
 
 /// Inode numbers of stderr files: far above every other inode of the tree.
@@ -35,18 +39,11 @@ impl Tree {
         }
     }
 
-    /// A lookup of `name` in the root that may be a stderr file; None when the name
-    /// is not one (the ordinary lookup applies).
-    pub fn stderr_lookup(&self, name: &[u8]) -> Option<FsResult<Attr>> {
+    /// A lookup of `name` in the root by `caller` that may be a stderr file; None when
+    /// the name is not one (the ordinary lookup applies).
+    pub fn stderr_lookup(&self, name: &[u8], caller: Caller) -> Option<FsResult<Attr>> {
         let id = parse_stderr_file_name(name)?;
-        Some(if self.spawner.stderr_lookup(id) {
-            Ok(Self::stderr_attr(id))
-        } else {
-            Err(Error::new(
-                libc::ENOENT,
-                "no command is being started with this stderr file",
-            ))
-        })
+        Some(stderr_access(self.spawner.stderr_lookup(id, caller)).map(|()| Self::stderr_attr(id)))
     }
 
     /// Attributes of job `id`'s stderr file: empty, write-only.
@@ -54,16 +51,9 @@ impl Tree {
         Self::stderr_attr(id)
     }
 
-    /// An open of job `id`'s stderr file.
-    pub fn stderr_open(&self, id: u64) -> FsResult<()> {
-        if self.spawner.stderr_open(id) {
-            Ok(())
-        } else {
-            Err(Error::new(
-                libc::ENOENT,
-                "the command of this stderr file is gone",
-            ))
-        }
+    /// An open of job `id`'s stderr file by `caller`.
+    pub fn stderr_open(&self, id: u64, caller: Caller) -> FsResult<()> {
+        stderr_access(self.spawner.stderr_open(id, caller))
     }
 
     /// A write to job `id`'s stderr file; returns the bytes taken.
@@ -81,5 +71,21 @@ impl Tree {
     /// The last close of one open of job `id`'s stderr file.
     pub fn stderr_release(&self, id: u64) {
         self.spawner.stderr_release(id);
+    }
+}
+
+/// A lookup's or an open's answer as the caller sees it.
+fn stderr_access(access: Access) -> FsResult<()> {
+    match access {
+        Access::Granted => Ok(()),
+        Access::Refused => Err(Error::new(
+            libc::EACCES,
+            "a command's stderr file is opened only by terminalfs as it starts the \
+             command, and reopened only by the command's own processes",
+        )),
+        Access::Unknown => Err(Error::new(
+            libc::ENOENT,
+            "no command has this stderr file (any more)",
+        )),
     }
 }

@@ -28,7 +28,8 @@ use std::sync::Arc;
 pub const CHUNK: usize = 64 * 1024;
 
 /// The name, in the mount's root, under which job `id`'s stderr file is opened. It is
-/// listed nowhere and found only while the supervisor is opening it.
+/// listed nowhere and resolves only for the supervisor's thread that opens it, until
+/// it has (see [`Registry::lookup`]).
 pub fn stderr_file_name(id: u64) -> String {
     format!(".terminalfs-stderr-{id}")
 }
@@ -63,9 +64,6 @@ pub struct Capture {
     stdout_raw: RawFd,
     /// The stdout pipe was found full once and has been enlarged.
     loud: AtomicBool,
-    /// The child has not exec'd yet and may open the stderr file: its name may be
-    /// looked up.
-    opening: AtomicBool,
     /// Open handles of the stderr file (the supervisor's own, and reopens such as
     /// `/dev/stderr`).
     stderr_handles: AtomicU32,
@@ -77,24 +75,72 @@ pub struct Capture {
     pumped_out: AtomicBool,
 }
 
+/// Who asks for a stderr file: as the kernel names the caller of a request to the mount,
+/// a thread id on Linux, a process id elsewhere.
+pub type Caller = u32;
+
+/// This thread, as a request it makes to the mount names its caller.
+pub fn this_caller() -> Caller {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid cannot fail.
+    let id = unsafe { libc::gettid() };
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: getpid cannot fail.
+    let id = unsafe { libc::getpid() };
+    id as Caller
+}
+
+/// The answer to a lookup or an open of a stderr file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Granted,
+    /// The file is there, but not for this caller.
+    Refused,
+    /// No such file (any more).
+    Unknown,
+}
+
+/// An id set aside for a command not started yet, whose stderr file the supervisor
+/// opens before its start (see `Supervisor::prepare` and `Supervisor::spawn`).
+struct Reserved {
+    /// The thread that opens the file: the only caller its name resolves for, and the
+    /// only one whose open is taken.
+    opener: Caller,
+    /// The one open it takes has been made: its name resolves for nobody now.
+    opened: bool,
+    /// Handles of the file open now.
+    handles: u32,
+}
+
 /// Every command whose output may still arrive, by job id: the pump's and the stderr
 /// file's way to the job.
-#[derive(Default)]
 pub struct Registry {
     captures: parking_lot::RwLock<HashMap<u64, Arc<Capture>>>,
-    /// Ids set aside for a command not started yet, whose stderr file the supervisor
-    /// opens ahead (see `Supervisor::prepare`), with the handles opened so far. Taken
-    /// after `captures`, never before.
-    reserved: Mutex<HashMap<u64, u32>>,
+    /// Ids set aside for a command not started yet. Taken after `captures`, never
+    /// before.
+    reserved: Mutex<HashMap<u64, Reserved>>,
+    /// The processes that fork commands: the driver, and its spawner if it has one.
+    forkers: Vec<i32>,
 }
 
 impl Registry {
+    /// A registry for commands forked by `forkers`.
+    pub fn new(forkers: Vec<i32>) -> Registry {
+        Registry {
+            captures: Default::default(),
+            reserved: Default::default(),
+            forkers,
+        }
+    }
+
     /// Takes job `id`'s capture; the handles its stderr file got while the id was set
     /// aside are its own.
     pub fn insert(&self, capture: Arc<Capture>) {
         let mut captures = self.captures.write();
-        if let Some(handles) = self.reserved.lock().remove(&capture.job.id()) {
-            capture.stderr_handles.fetch_add(handles, Ordering::SeqCst);
+        if let Some(reserved) = self.reserved.lock().remove(&capture.job.id()) {
+            capture
+                .stderr_handles
+                .fetch_add(reserved.handles, Ordering::SeqCst);
         }
         captures.insert(capture.job.id(), capture);
     }
@@ -103,10 +149,15 @@ impl Registry {
         self.captures.read().get(&id).cloned()
     }
 
-    /// Sets `id` aside: its stderr file may be looked up and opened before its command
-    /// starts.
-    pub fn reserve(&self, id: u64) {
-        self.reserved.lock().insert(id, 0);
+    /// Sets `id` aside: its stderr file may be looked up and opened, once, by `opener`
+    /// (the calling thread) before its command starts.
+    pub fn reserve(&self, id: u64, opener: Caller) {
+        let reserved = Reserved {
+            opener,
+            opened: false,
+            handles: 0,
+        };
+        self.reserved.lock().insert(id, reserved);
     }
 
     /// `id` will not be used after all.
@@ -114,29 +165,51 @@ impl Registry {
         self.reserved.lock().remove(&id);
     }
 
-    /// Whether job `id`'s stderr file may be looked up now: until its child has exec'd.
-    pub fn opening(&self, id: u64) -> bool {
+    /// A lookup of job `id`'s stderr file by name: it resolves only for the thread
+    /// that set the id aside, until that thread has opened it.
+    pub fn lookup(&self, id: u64, caller: Caller) -> Access {
         let captures = self.captures.read();
-        match captures.get(&id) {
-            Some(capture) => capture.is_opening(),
-            None => self.reserved.lock().contains_key(&id),
+        if captures.contains_key(&id) {
+            return Access::Refused;
+        }
+        match self.reserved.lock().get(&id) {
+            Some(reserved) if !reserved.opened && reserved.opener == caller => Access::Granted,
+            Some(_) => Access::Refused,
+            None => Access::Unknown,
         }
     }
 
-    /// A handle of job `id`'s stderr file is being opened; false when the job has no
-    /// such file (any more).
-    pub fn stderr_opened(&self, id: u64) -> bool {
-        let captures = self.captures.read();
-        if let Some(capture) = captures.get(&id) {
-            capture.stderr_opened();
-            return true;
-        }
-        match self.reserved.lock().get_mut(&id) {
-            Some(handles) => {
-                *handles += 1;
-                true
+    /// An open of job `id`'s stderr file. Before its command starts, the one open of
+    /// the thread that set the id aside; after, a reopen by the command itself (see
+    /// [`Capture::admits`]). Granted counts a handle.
+    pub fn open(&self, id: u64, caller: Caller) -> Access {
+        let captured = {
+            let captures = self.captures.read();
+            match captures.get(&id) {
+                Some(capture) => capture.clone(),
+                None => {
+                    return match self.reserved.lock().get_mut(&id) {
+                        Some(reserved) if !reserved.opened && reserved.opener == caller => {
+                            reserved.opened = true;
+                            reserved.handles += 1;
+                            Access::Granted
+                        }
+                        Some(_) => Access::Refused,
+                        None => Access::Unknown,
+                    };
+                }
             }
-            None => false,
+        };
+        // The job's lock and a system call, with no lock of the registry held.
+        if !captured.admits(caller, &self.forkers) {
+            return Access::Refused;
+        }
+        match self.captures.read().get(&id) {
+            Some(capture) => {
+                capture.stderr_opened();
+                Access::Granted
+            }
+            None => Access::Unknown,
         }
     }
 
@@ -161,8 +234,8 @@ impl Registry {
             {
                 captures.remove(&id);
             }
-        } else if let Some(handles) = self.reserved.lock().get_mut(&id) {
-            *handles = handles.saturating_sub(1);
+        } else if let Some(reserved) = self.reserved.lock().get_mut(&id) {
+            reserved.handles = reserved.handles.saturating_sub(1);
         }
     }
 }
@@ -181,7 +254,6 @@ impl Capture {
             stdout: Mutex::new(Some(stdout)),
             stdout_raw,
             loud: AtomicBool::new(false),
-            opening: AtomicBool::new(true),
             stderr_handles: AtomicU32::new(0),
             stderr_pipe_ended: AtomicBool::new(false),
             stderr_closed: AtomicBool::new(false),
@@ -254,18 +326,34 @@ impl Capture {
         self.job.append(Stream::Stderr, bytes);
     }
 
-    /// The child has exec'd (or died): nobody opens the stderr file by name any more.
-    pub fn opened(&self) {
-        self.opening.store(false, Ordering::SeqCst);
-    }
-
-    /// Whether the stderr file's name may be looked up now.
-    pub fn is_opening(&self) -> bool {
-        self.opening.load(Ordering::SeqCst)
+    /// Whether `caller` may reopen the stderr file (`/dev/stderr`, through
+    /// `/proc/<pid>/fd/2`): only a process of the command's session, which its shell
+    /// leads. While its start is under way (the shell may run, and reopen, before the
+    /// fork's answer gives its pid), a process of a session led by a child of one of
+    /// `forkers` (the driver, its spawner). Anyone else who reaches the file (another
+    /// process's descriptors in `/proc`) is refused.
+    fn admits(&self, caller: Caller, forkers: &[i32]) -> bool {
+        // A caller of pid 0 comes from another pid namespace; getsid(0) would be ours.
+        let Ok(caller) = libc::pid_t::try_from(caller) else {
+            return false;
+        };
+        // SAFETY: getsid only reads the session of a process, or fails.
+        let session = if caller > 0 {
+            unsafe { libc::getsid(caller) }
+        } else {
+            -1
+        };
+        if session <= 0 {
+            return false;
+        }
+        match self.job.life().pid() {
+            Some(shell) => session == shell,
+            None => super::pump::parent_of(session).is_some_and(|p| forkers.contains(&p)),
+        }
     }
 
     /// A handle of the stderr file was opened.
-    pub fn stderr_opened(&self) {
+    fn stderr_opened(&self) {
         self.stderr_handles.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -326,6 +414,28 @@ fn read(fd: RawFd, buffer: &mut [u8]) -> Result<usize, ()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_set_aside_file_resolves_and_opens_once_for_its_opener_alone() {
+        let registry = Registry::new(vec![std::process::id() as i32]);
+        let (opener, other) = (this_caller(), this_caller() + 1);
+        assert_eq!(registry.lookup(7, opener), Access::Unknown);
+        assert_eq!(registry.open(7, opener), Access::Unknown);
+        registry.reserve(7, opener);
+        assert_eq!(registry.lookup(7, other), Access::Refused);
+        assert_eq!(registry.open(7, other), Access::Refused);
+        assert_eq!(registry.lookup(7, opener), Access::Granted);
+        assert_eq!(registry.open(7, opener), Access::Granted);
+        // One open ever: after it the name resolves for nobody, and no open is taken,
+        // not even the opener's, nor after its handle is released.
+        assert_eq!(registry.lookup(7, opener), Access::Refused);
+        assert_eq!(registry.open(7, opener), Access::Refused);
+        registry.stderr_released(7);
+        assert_eq!(registry.open(7, opener), Access::Refused);
+        assert_eq!(registry.open(7, 0), Access::Refused);
+        registry.unreserve(7);
+        assert_eq!(registry.lookup(7, opener), Access::Unknown);
+    }
 
     #[test]
     fn stderr_file_names_round_trip_and_reject_look_alikes() {

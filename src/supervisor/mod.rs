@@ -33,7 +33,7 @@ pub use job::{Job, JobSnapshot, Standing, Stream, StreamBytes};
 pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
-use crate::supervisor::capture::{Capture, Registry};
+use crate::supervisor::capture::{Access, Caller, Capture, Registry};
 use crate::supervisor::cgroup::{Cgroups, CommandCgroup};
 use crate::supervisor::pump::Pump;
 use crate::supervisor::spawn::{Birth, Environment, Prepared};
@@ -43,7 +43,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::{Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -245,7 +245,6 @@ impl Supervisor {
             libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         }
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
-        let registry: Arc<Registry> = Default::default();
         let (spawner, events, spawning) = match &config.spawner {
             Some(program) => match spawner::Spawner::start(program) {
                 Ok((spawner, events)) => (Some(spawner), Some(events), "a spawner process"),
@@ -256,6 +255,9 @@ impl Supervisor {
             },
             None => (None, None, "the driver"),
         };
+        let mut forkers = vec![std::process::id() as i32];
+        forkers.extend(spawner.as_ref().map(spawner::Spawner::pid));
+        let registry = Arc::new(Registry::new(forkers));
         let timer = Timer::start(notify.clone());
         let pump = Pump::start(
             notify.clone(),
@@ -344,42 +346,59 @@ impl Supervisor {
         *self.stderr_dir.lock() = Some(dir);
     }
 
-    /// Whether job `id`'s stderr file may be looked up now: only until its child has
-    /// exec'd.
-    pub fn stderr_lookup(&self, id: u64) -> bool {
-        self.registry.opening(id)
+    /// A lookup of job `id`'s stderr file by `caller`: the name resolves only for the
+    /// thread that is about to open it (see [`Registry::lookup`]).
+    pub fn stderr_lookup(&self, id: u64, caller: Caller) -> Access {
+        self.registry.lookup(id, caller)
     }
 
-    /// A handle of job `id`'s stderr file is being opened; false when the job has no
-    /// such file (any more).
-    pub fn stderr_open(&self, id: u64) -> bool {
-        self.registry.stderr_opened(id)
+    /// An open of job `id`'s stderr file by `caller`: the one open of the thread that
+    /// readies or starts its command, then reopens by the command's own processes (see
+    /// [`Registry::open`]). Granted counts a handle.
+    pub fn stderr_open(&self, id: u64, caller: Caller) -> Access {
+        self.registry.open(id, caller)
     }
 
     /// Readies the next start while its draft is written: sets its id aside and opens
-    /// its stderr file, so that its child has no request of its own to make to this
-    /// mount before its exec. (That open and its lookup, served by the mount's workers while
-    /// the spawner waited, were the dearest part of a start: a round trip took about
-    /// 0.25 ms less with stderr on a pipe.) Opens through the mount, so never on a
-    /// thread that serves it; nothing when the mount is not up or shutdown has begun.
+    /// its stderr file, so that the start itself has no request to make to this mount.
+    /// (That open and its lookup cost a round trip about 0.25 ms longer than a start
+    /// with stderr on a pipe.) Nothing when the mount is not up or shutdown has begun.
     pub fn prepare(&self) {
         let _gate = self.start_gate.read();
         if self.closing.load(Ordering::SeqCst) || self.ready.lock().is_some() {
             return;
         }
-        let Some(dir) = self.stderr_dir.lock().clone() else {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let Some(file) = self.open_stderr_file(id) else {
             return;
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.registry.reserve(id);
-        let opened = std::fs::OpenOptions::new()
-            .append(true)
-            .open(dir.join(capture::stderr_file_name(id)));
         let mut ready = self.ready.lock();
-        match opened {
-            Ok(file) if ready.is_none() => *ready = Some((id, file.into())),
-            // The child opens it by name then (and falls back to a pipe).
-            _ => self.registry.unreserve(id),
+        if ready.is_none() {
+            *ready = Some((id, file));
+        } else {
+            drop(file);
+            self.registry.unreserve(id);
+        }
+    }
+
+    /// Sets `id` aside for this thread and opens its stderr file through the mount;
+    /// None (and the id is not set aside) when the mount is not up or the open fails:
+    /// its command's stderr is then a pipe. The file's name resolves for this thread
+    /// alone, and the open it makes is the only one taken before the command starts,
+    /// so no other process can get hold of a command's stderr by its predictable name.
+    /// Opens through the mount, so never on a thread that serves it.
+    fn open_stderr_file(&self, id: u64) -> Option<OwnedFd> {
+        let dir = self.stderr_dir.lock().clone()?;
+        self.registry.reserve(id, capture::this_caller());
+        match std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(capture::stderr_file_name(id)))
+        {
+            Ok(file) => Some(file.into()),
+            Err(_) => {
+                self.registry.unreserve(id);
+                None
+            }
         }
     }
 
@@ -411,7 +430,8 @@ impl Supervisor {
     }
 
     /// Starts a command. Never fails: a shell that cannot start gives a job that has
-    /// already stopped with exit code -1 and the reason on its stderr.
+    /// already stopped with exit code -1 and the reason on its stderr. Opens its stderr
+    /// file through the mount when none was readied, so never on a thread that serves it.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let _gate = self.start_gate.read();
         // On a terminal stderr is the terminal: a readied start waits for the next one.
@@ -432,6 +452,13 @@ impl Supervisor {
                 "terminalfs: not started: terminalfs is shutting down\n",
             );
         }
+        // None readied (a burst of commands): this thread opens it now, as `prepare`
+        // would have. On a terminal, stderr is the terminal: one stream, nothing to order.
+        let terminal = matches!(request.stdin, Stdin::Terminal(_));
+        let stderr = match stderr {
+            None if !terminal => self.open_stderr_file(id),
+            stderr => stderr,
+        };
         let cgroup: Option<CommandCgroup> = self
             .cgroups
             .as_ref()
@@ -517,7 +544,6 @@ impl Supervisor {
         procs: Option<std::ffi::CString>,
         rlimit: Option<u64>,
     ) -> Result<(i32, Birth), String> {
-        let id = job.id();
         let terminal = matches!(request.stdin, Stdin::Terminal(_));
         let (status_read, status_write) = pump::make_status_pipe()
             .map_err(|error| format!("terminalfs: cannot make pipes: {error}\n"))?;
@@ -567,15 +593,7 @@ impl Supervisor {
         prepared.procs = procs;
         prepared.rlimit = rlimit;
         prepared.script = script.as_ref().map(|fd| fd.as_raw_fd());
-        // On a terminal, stderr is the terminal: one stream, with nothing to order.
-        if let Some(file) = &stderr_file {
-            prepared.stderr_open = Some(file.as_raw_fd());
-        } else if !terminal {
-            prepared.stderr_file = self.stderr_dir.lock().as_ref().and_then(|dir| {
-                let path = dir.join(capture::stderr_file_name(id));
-                std::ffi::CString::new(path.into_os_string().into_vec()).ok()
-            });
-        }
+        prepared.stderr_open = stderr_file.as_ref().map(|file| file.as_raw_fd());
         let capture = Arc::new(Capture::new(job.clone(), stdout_read));
         self.registry.insert(capture.clone());
         self.pump

@@ -578,24 +578,43 @@ fn read_status(source: &mut Source) {
             return;
         }
         source.status = None;
-        source.capture.opened();
         return;
     }
 }
+/// What is read of a process: whether it is stopped, and its parent.
+struct ProcessState {
+    stopped: bool,
+    parent: i32,
+}
+
 /// Whether process `pid` is stopped (by any stop signal, or traced); None when it
 /// cannot be told (it is gone, or the system does not say).
-#[cfg(target_os = "linux")]
 pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
+    process_state(pid).map(|state| state.stopped)
+}
+
+/// The parent of process `pid`; None when it cannot be told.
+pub(crate) fn parent_of(pid: i32) -> Option<i32> {
+    process_state(pid).map(|state| state.parent)
+}
+
+#[cfg(target_os = "linux")]
+fn process_state(pid: i32) -> Option<ProcessState> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: the state follows the last ')'.
-    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
-    // Only a stop signal: a traced process (`t`) stops at each of its tracer's
-    // events, and would flip between paused and running.
-    Some(state == "T")
+    // The command name may hold spaces and parentheses: the state and the parent
+    // follow the last ')'.
+    let mut fields = stat.rsplit(')').next()?.split_whitespace();
+    let state = fields.next()?;
+    Some(ProcessState {
+        // Only a stop signal: a traced process (`t`) stops at each of its tracer's
+        // events, and would flip between paused and running.
+        stopped: state == "T",
+        parent: fields.next()?.parse().ok()?,
+    })
 }
 
 #[cfg(target_os = "macos")]
-pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
+fn process_state(pid: i32) -> Option<ProcessState> {
     // SAFETY: proc_bsdinfo is plain data that proc_pidinfo fills in.
     let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
@@ -609,11 +628,14 @@ pub(crate) fn shell_stopped(pid: i32) -> Option<bool> {
             size,
         )
     };
-    (got == size).then_some(info.pbi_status == libc::SSTOP)
+    (got == size).then_some(ProcessState {
+        stopped: info.pbi_status == libc::SSTOP,
+        parent: info.pbi_ppid as i32,
+    })
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(crate) fn shell_stopped(_pid: i32) -> Option<bool> {
+fn process_state(_pid: i32) -> Option<ProcessState> {
     None
 }
 

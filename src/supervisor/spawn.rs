@@ -2,12 +2,12 @@
 //! (paths, argument and environment vectors as C strings), then `fork`, and the child
 //! runs only async-signal-safe system calls until `execve`.
 //!
-//! A driver thread never waits for the child's `exec`. That matters because the child
-//! opens its stderr file through this very mount (see [`capture`](super::capture)), so
-//! the open is served by the mount's own workers. A thread of the driver that forks
-//! waits only until the child is in its own session and cgroup, with default signal
-//! dispositions (a byte on a "placed" pipe), so that a kill sent as soon as the pid is
-//! known reaches it. The spawner, a process apart, forks the way `posix_spawn` does (a
+//! A driver thread never waits for the child's `exec`. A thread of the driver that
+//! forks waits only until the child is in its own session and cgroup, with default
+//! signal dispositions (a byte on a "placed" pipe), so that a kill sent as soon as the
+//! pid is known reaches it. The child makes no request to the mount: its stderr file
+//! (see [`capture`](super::capture)) comes opened by the driver, the only process whose
+//! open of it is taken. The spawner, a process apart, forks the way `posix_spawn` does (a
 //! child sharing its memory, the spawner suspended until the exec), which spares
 //! copying page tables only to tear them down at the exec. A failure before `exec` is
 //! reported through a close-on-exec status pipe, which the pump reads: end-of-file
@@ -16,8 +16,8 @@
 //! In the child: a new session; every signal disposition default and an empty mask;
 //! the parent-death signal (Linux); the command's cgroup; the address-space limit; the
 //! working directory; stdin from `/dev/null` (or a pipe, or a terminal that becomes the
-//! controlling one), stdout the pipe, stderr the mount's file (or the stderr pipe if it
-//! cannot be opened), a long command's script on descriptor 3.
+//! controlling one), stdout the pipe, stderr the mount's file (or the stderr pipe where
+//! there is none), a long command's script on descriptor 3.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::RawFd;
@@ -168,9 +168,8 @@ pub struct Prepared {
     pub cgroup_dir: Option<std::os::fd::OwnedFd>,
     /// An address-space limit in bytes.
     pub rlimit: Option<u64>,
-    /// The stderr file to open through the mount, else stderr is `stderr_pipe`.
-    pub stderr_file: Option<CString>,
-    /// The stderr file, opened already (in place of `stderr_file`).
+    /// The stderr file, opened through the mount by the driver, else stderr is
+    /// `stderr_pipe`.
     pub stderr_open: Option<RawFd>,
     /// The child's stdin, else `/dev/null`.
     pub stdin: Option<RawFd>,
@@ -289,7 +288,6 @@ impl Prepared {
             procs: None,
             cgroup_dir: None,
             rlimit: None,
-            stderr_file: None,
             stderr_open: None,
             stdin: None,
             terminal: false,
@@ -483,15 +481,7 @@ impl Prepared {
         if self.terminal && super::terminal::pty::make_controlling_terminal(0).is_err() {
             self.fail(Stage::Descriptors);
         }
-        let file = match (self.stderr_open, &self.stderr_file) {
-            (Some(file), _) => file,
-            (None, Some(path)) => libc::open(
-                path.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
-            ),
-            (None, None) => -1,
-        };
-        if libc::dup2(if file >= 0 { file } else { self.stderr_pipe }, 2) < 0 {
+        if libc::dup2(self.stderr_open.unwrap_or(self.stderr_pipe), 2) < 0 {
             self.fail(Stage::Descriptors);
         }
         if let Some(fd) = self.script {
@@ -597,9 +587,8 @@ impl Prepared {
     /// the child runs the shell, or has reported why not on its status pipe. None when
     /// the kernel refuses every try (the caller forks the usual way).
     ///
-    /// Only the spawner forks this way. When no stderr file was readied, the wait
-    /// includes the child's open of it through the mount, which the driver's FUSE
-    /// workers serve; no driver thread is suspended here.
+    /// Only the spawner forks this way. The child makes no request to the driver's
+    /// mount: its stderr file comes opened.
     ///
     /// # Safety
     /// As `fork`.

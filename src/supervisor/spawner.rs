@@ -171,7 +171,6 @@ fn encode(prepared: &Prepared) -> (Vec<u8>, Vec<RawFd>) {
     }
     put_c(&mut out, &prepared.cwd);
     put_opt(&mut out, prepared.procs.as_ref());
-    put_opt(&mut out, prepared.stderr_file.as_ref());
     out.extend_from_slice(
         &prepared
             .rlimit
@@ -200,7 +199,6 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     let env = reader.list()?;
     let cwd = reader.c_string()?;
     let procs = reader.opt()?;
-    let stderr_file = reader.opt()?;
     let rlimit = Some(reader.u64()?).filter(|bytes| *bytes > 0);
     let terminal = reader.byte()? != 0;
     let present: Vec<bool> = (0..4)
@@ -222,7 +220,6 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
         status.as_raw_fd(),
     );
     prepared.procs = procs;
-    prepared.stderr_file = stderr_file;
     prepared.rlimit = rlimit;
     prepared.terminal = terminal;
     prepared.stdin = stdin.as_ref().map(AsRawFd::as_raw_fd);
@@ -360,6 +357,7 @@ fn socket_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// The driver's handle on its spawner.
 pub struct Spawner {
     control: parking_lot::Mutex<OwnedFd>,
+    pid: i32,
 }
 
 impl Spawner {
@@ -381,7 +379,7 @@ impl Spawner {
             status_write.as_raw_fd(),
         )?;
         prepared.script = Some(theirs.as_raw_fd());
-        prepared.fork()?;
+        let (pid, _) = prepared.fork()?;
         drop((theirs, status_write));
         // Its exec is done (or failed) once the status pipe ends.
         let mut failure = Vec::new();
@@ -416,8 +414,14 @@ impl Spawner {
         send(control.as_raw_fd(), b"events", &[their_events.as_raw_fd()])?;
         let spawner = Spawner {
             control: parking_lot::Mutex::new(control),
+            pid,
         };
         Ok((spawner, events))
+    }
+
+    /// The spawner's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// Has the spawner fork `prepared`; returns the pid and whose child it is. The outer
@@ -630,6 +634,7 @@ mod tests {
         let (ours, theirs) = socket_pair().expect("a socket pair");
         let spawner = Spawner {
             control: parking_lot::Mutex::new(ours),
+            pid: 0,
         };
         let taker = std::thread::spawn(move || {
             let mut buffer = vec![0u8; MAX_MESSAGE];
