@@ -156,6 +156,10 @@ pub struct Store {
     removed: AtomicBool,
     /// Files of its command open now (see [`Store::opened`]).
     readers: AtomicU64,
+    /// Its last reservation refused for room, while no later one fitted: how many
+    /// bytes it asked for, and [`Shared::freed`] when it was refused (see
+    /// [`Spool::reserve`]).
+    refused: Mutex<Option<(u64, u64)>>,
     /// A header newer than the one on disk, for the worker to write within a
     /// checkpoint interval when no more output comes to write it. Whoever writes a
     /// header holds this lock, so an older one never lands after a newer one.
@@ -261,6 +265,8 @@ impl Store {
             registry.used = registry.used.saturating_sub(before) + bytes;
         }
         self.finished.store(true, Ordering::SeqCst);
+        // It may be evicted from now on.
+        self.shared.room_freed();
     }
 }
 
@@ -270,6 +276,7 @@ impl Drop for Store {
         registry.stores.remove(&self.id);
         if !self.evicted() {
             registry.used = registry.used.saturating_sub(*self.bytes.get_mut());
+            self.shared.room_freed();
         }
         match self.unwritten.get_mut().take() {
             // Nothing of it was written (output would have had the worker write the
@@ -595,15 +602,27 @@ struct Registry {
     used: u64,
     next_id: u64,
     evicted: u64,
+    /// How many reservations took this lock (see [`Spool::reserve`]).
+    #[cfg(test)]
+    tries: u64,
 }
 
 struct Shared {
     registry: Mutex<Registry>,
+    /// Bumped, under the registry's lock, whenever room may have been freed: bytes
+    /// given back, a store evicted, a command finished (it may be evicted now). A
+    /// reservation refused for room is tried again only once this has moved.
+    freed: AtomicU64,
     tasks: crossbeam_channel::Sender<Task>,
     log: fn(&str),
 }
 
 impl Shared {
+    /// Notes that room may have been freed; called under the registry's lock.
+    fn room_freed(&self) {
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+
     fn send(&self, task: Task) {
         // The worker outlives every sender but the last; a closed channel means the
         // process is ending and the task no longer matters.
@@ -656,6 +675,7 @@ impl Spool {
                 evicted,
                 ..Registry::default()
             }),
+            freed: AtomicU64::new(0),
             tasks,
             log,
         });
@@ -710,6 +730,7 @@ impl Spool {
             evicted: AtomicBool::new(false),
             removed: AtomicBool::new(false),
             readers: AtomicU64::new(0),
+            refused: Mutex::new(None),
             pending: Mutex::new(None),
             record: Mutex::new(Record::default()),
             unwritten: Mutex::new(None),
@@ -810,9 +831,26 @@ impl Spool {
 
     /// Takes `more` bytes of the budget for `store`, evicting finished commands (least
     /// recently read first) when the spool would pass `--max-spool`.
+    ///
+    /// A store refused for room (its output has a gap open, and every chunk asks
+    /// again) is refused at once, without the registry's lock or a look at every
+    /// store, while it asks for no less than it was refused and no room has been
+    /// freed since ([`Shared::freed`]): the answer could only be the same.
     fn reserve(&self, store: &Store, more: u64) -> Result<(), String> {
         if more == 0 {
             return Ok(());
+        }
+        let over = || {
+            format!(
+                "the spool reached --max-spool ({}) with running commands alone",
+                crate::units::format_size(self.config.max_spool)
+            )
+        };
+        let refused = *store.refused.lock();
+        if let Some((asked, freed)) = refused {
+            if more >= asked && self.shared.freed.load(Ordering::SeqCst) == freed {
+                return Err(over());
+            }
         }
         let mut victims = Vec::new();
         // The stores looked at are dropped only once the lock is released: one may be
@@ -820,10 +858,17 @@ impl Spool {
         let mut looked_at: Vec<Arc<Store>> = Vec::new();
         let result = {
             let mut registry = self.shared.registry.lock();
+            #[cfg(test)]
+            {
+                registry.tries += 1;
+            }
             let result = loop {
                 if registry.used + more <= self.config.max_spool {
                     registry.used += more;
                     store.bytes.fetch_add(more, Ordering::SeqCst);
+                    if refused.is_some() {
+                        *store.refused.lock() = None;
+                    }
                     break Ok(());
                 }
                 if looked_at.is_empty() {
@@ -841,15 +886,17 @@ impl Spool {
                     })
                     .cloned();
                 let Some(victim) = victim else {
-                    break Err(format!(
-                        "the spool reached --max-spool ({}) with running commands alone",
-                        crate::units::format_size(self.config.max_spool)
-                    ));
+                    // Read under the lock, where every bump is made: room freed from
+                    // now on lets the next try through.
+                    let freed = self.shared.freed.load(Ordering::SeqCst);
+                    *store.refused.lock() = Some((more, freed));
+                    break Err(over());
                 };
                 victim.evicted.store(true, Ordering::SeqCst);
                 let bytes = victim.bytes.load(Ordering::SeqCst);
                 registry.used = registry.used.saturating_sub(bytes);
                 registry.evicted += 1;
+                self.shared.room_freed();
                 victims.push(victim);
             };
             if !victims.is_empty() {

@@ -258,6 +258,67 @@ fn output_refused_for_room_is_stored_again_once_room_frees() {
     assert!(!header.stopped);
 }
 
+/// How many reservations have taken the registry's lock so far.
+fn tries(spool: &Spool) -> u64 {
+    spool.shared.registry.lock().tries
+}
+
+#[test]
+fn a_gap_tries_the_budget_again_only_once_room_may_have_been_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    let mut filler = spool.capture("filler", b"x");
+    filler.append(Stream::Stdout, &[b'f'; 9800]);
+    let mut loud = spool.capture("loud", b"x");
+    loud.append(Stream::Stdout, b"first\n");
+    loud.append(Stream::Stdout, &[b'l'; 4000]);
+    assert!(
+        loud.extent(Stream::Stdout).stop_notice.is_some(),
+        "a gap opened"
+    );
+    // A loud command goes on writing while nothing frees room: no chunk looks at the
+    // other stores again.
+    let before = tries(&spool);
+    for _ in 0..10_000 {
+        loud.append(Stream::Stdout, &[b'l'; 4000]);
+    }
+    assert_eq!(
+        tries(&spool),
+        before,
+        "no room was freed, so nothing was tried"
+    );
+    // Another command that starts and writes nothing frees no room either.
+    let quiet_one = spool.capture("quiet", b"x");
+    loud.append(Stream::Stdout, &[b'l'; 4000]);
+    assert_eq!(tries(&spool), before);
+    drop(quiet_one);
+    // Its store let go: room may have been freed, so the next chunk tries once more
+    // (and is refused: the filler still runs).
+    loud.append(Stream::Stdout, &[b'l'; 4000]);
+    loud.append(Stream::Stdout, &[b'l'; 4000]);
+    assert_eq!(tries(&spool), before + 1);
+    // The filler finishes and may be evicted: the next chunk, as large as those
+    // refused, is stored after the count of what was not.
+    filler.seal();
+    loud.append(Stream::Stdout, &[b'a'; 4000]);
+    assert!(filler.store().evicted());
+    let extent = loud.extent(Stream::Stdout);
+    assert_eq!(extent.stop_notice, None);
+    assert_eq!(extent.dropped(), 4000 * 10_004);
+    let mut stdout = Vec::new();
+    loud.read(Stream::Stdout, 0, 1 << 20, &mut stdout);
+    let stdout = String::from_utf8_lossy(&stdout);
+    assert!(
+        stdout.ends_with(&format!(
+            "[terminalfs: {} bytes were not kept there]\n{}",
+            4000 * 10_004,
+            "a".repeat(4000)
+        )),
+        "{stdout}"
+    );
+    loud.seal();
+}
+
 #[test]
 fn a_gap_still_open_when_output_ends_gets_its_count() {
     let dir = tempfile::tempdir().unwrap();
