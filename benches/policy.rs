@@ -3,6 +3,9 @@
 //! baseline measured in the same run: one pass that only splits the same text at
 //! whitespace. Run with `cargo bench --bench policy`; it prints figures and ratios and
 //! asserts nothing about speed (a noisy machine would make that flaky).
+//!
+//! Then how the check grows with the number of distinct files redirections write:
+//! twice the files should take about twice the time (four times would be quadratic).
 
 #[allow(dead_code)]
 #[path = "../src/policy/samples.rs"]
@@ -78,5 +81,32 @@ fn main() {
         ms(slowest.0),
         TARGET.as_millis(),
         if slowest.0 < TARGET { "met" } else { "NOT MET" }
+    );
+
+    println!();
+    println!("distinct redirection targets (`: >f0 >f1 ...`), fastest of {ROUNDS} runs");
+    let targets = |count: usize| {
+        let mut text = String::from(":");
+        for i in 0..count {
+            text.push_str(&format!(" >f{i}"));
+        }
+        text
+    };
+    let mut times = Vec::new();
+    for count in [25_000, 50_000] {
+        let text = targets(count);
+        let check = fastest(|| {
+            black_box(policy.check(text.as_bytes()));
+        });
+        println!(
+            "{count:>6} targets ({:>4} KiB) {:>10.2} ms",
+            text.len() >> 10,
+            ms(check)
+        );
+        times.push(check);
+    }
+    println!(
+        "twice the targets took {:.1} times as long (linear: about 2; quadratic: about 4)",
+        times[1].as_secs_f64() / times[0].as_secs_f64().max(1e-9)
     );
 }

@@ -921,6 +921,22 @@ fn one_mebibyte_of_random_text_is_read() {
     let _ = f.policy.check(text.as_bytes());
 }
 
+#[test]
+fn each_file_a_redirection_writes_is_noted_once_in_order_of_appearance() {
+    let found = split("echo a >b >a 2>&1 >b; cat >>c >a &>d; echo >|b <>e >& f 2>>c");
+    assert_eq!(found.written, ["b", "a", "c", "d", "e", "f"]);
+    // Many distinct files, then each again in the other order: each once, first
+    // appearance first.
+    let names: Vec<String> = (0..50_000).map(|i| format!("f{i}")).collect();
+    let mut text = String::from(":");
+    for name in names.iter().chain(names.iter().rev()) {
+        text.push_str(&format!(" >{name}"));
+    }
+    let found = split(&text);
+    assert_eq!(found.refusal, None);
+    assert_eq!(found.written, names);
+}
+
 /// Every pathological input is split and checked without panicking; how fast is measured
 /// by `cargo bench --bench policy`, at 1 MiB each.
 #[test]

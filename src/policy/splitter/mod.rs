@@ -187,8 +187,10 @@ struct Context {
     dir: Option<String>,
     /// Changes whenever `dir` does: a command read again in another directory is another.
     dir_generation: u64,
-    /// The files redirections open for writing (see [`Split::written`]).
+    /// The files redirections open for writing (see [`Split::written`]), in order.
     written: Vec<String>,
+    /// The same files, to find one already noted without a search through `written`.
+    written_seen: HashSet<String>,
 }
 
 impl Context {
@@ -207,6 +209,7 @@ impl Context {
             dir: Some(".".to_owned()),
             dir_generation: 0,
             written: Vec::new(),
+            written_seen: HashSet::new(),
         }
     }
 
@@ -221,7 +224,8 @@ impl Context {
     /// Notes a file a redirection opens for writing.
     fn writes(&mut self, target: &[u8]) {
         let target = String::from_utf8_lossy(target);
-        if !self.written.iter().any(|seen| *seen == target) {
+        if !self.written_seen.contains(target.as_ref()) {
+            self.written_seen.insert(target.clone().into_owned());
             self.written.push(target.into_owned());
         }
     }
