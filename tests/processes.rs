@@ -310,6 +310,27 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
 /// The signal a command dies of names its end even when more signals were written
 /// after it, in the same write or the next, before its death was seen.
 #[test]
+fn a_write_to_kill_naming_too_many_signals_is_refused_and_sends_none() {
+    let mount = Mount::start();
+    std::fs::write(
+        mount.p("ctl/many"),
+        "trap 'echo got TERM' TERM; echo ready; while :; do sleep 0.05; done",
+    )
+    .unwrap();
+    mount.holds("cmd/many/stdout", "ready");
+    let written = std::fs::write(mount.p("cmd/many/kill"), "TERM\n".repeat(100_000));
+    let error = written.expect_err("100,000 signals in one write are refused");
+    assert_eq!(error.raw_os_error(), Some(libc::EINVAL), "{error}");
+    mount.wait_for_log("cmd/many/kill: a write names at most 16 signals");
+    // None of them was sent: its trap never ran, and it still runs.
+    assert_eq!(mount.read("cmd/many/status"), "running\n");
+    std::fs::write(mount.p("cmd/many/kill"), "KILL\n").unwrap();
+    assert_eq!(mount.wait("many"), "error\n");
+    assert_eq!(mount.read("cmd/many/exitcode"), "137\n");
+    assert_eq!(mount.read("cmd/many/stdout"), "ready\n");
+}
+
+#[test]
 fn a_later_signal_does_not_hide_the_one_a_command_died_of() {
     let mount = Mount::start();
     std::fs::write(mount.p("ctl/both"), "exec sleep 300").unwrap();

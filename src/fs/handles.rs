@@ -76,6 +76,11 @@ pub(super) fn events_size(state: &mut State, fh: Option<u64>, caller: u32) -> u6
 /// The reason a command stopped through its `kill` file has.
 const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
 
+/// The most signals one write to `kill` may name. Each is a pass over the command's
+/// processes on the thread that serves the write; a write naming more is refused
+/// whole (EINVAL, and the log says why), so nothing of it is sent.
+const MAX_SIGNALS: usize = 16;
+
 /// The signals a write to `kill` names (`INT`, `SIGINT`, `2`, ...), one a line and in
 /// order, if every line names one of those a command may be sent; any other text
 /// stops the command. Names are upper case only, so `echo stop > kill` stops the
@@ -598,9 +603,21 @@ impl Tree {
         match (&handle.body, handle.owner) {
             (Body::Kill { job, written }, _) => {
                 written.store(true, Ordering::Relaxed);
-                let job = job.clone();
+                let (job, name) = (job.clone(), name());
                 drop(state);
                 match signals_named(data) {
+                    Some(signals) if signals.len() > MAX_SIGNALS => {
+                        return Err(super::input::input_error(
+                            &name,
+                            "kill",
+                            libc::EINVAL,
+                            &format!(
+                                "a write names at most {MAX_SIGNALS} signals, one a line; this \
+                                 one named {}, and none of them was sent",
+                                signals.len()
+                            ),
+                        ))
+                    }
                     Some(signals) => {
                         for signal in signals {
                             self.spawner.signal(&job, signal);

@@ -419,7 +419,8 @@ pub fn skill(site: &Site) -> String {
          Write a signal's name or number to `kill` to send just that signal to the command \
          and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
          `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`; several, one a line, are sent in \
-         turn. `STOP` pauses it (`status` says \
+         turn, at most 16 a write: a write naming more fails with EINVAL and sends none of \
+         them. `STOP` pauses it (`status` says \
          `paused`, `wait` keeps waiting) until `CONT`; a stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
          written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \

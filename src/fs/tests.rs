@@ -966,6 +966,33 @@ fn a_signal_name_or_number_in_kill_sends_that_signal_and_a_bare_close_stops() {
 }
 
 #[test]
+fn a_write_naming_too_many_signals_is_refused_whole() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "sleep 9");
+    let id = rig.fake.job("x").id();
+    let kill = rig.found(dir, "kill").expect("kill").ino;
+    let fh = rig.tree.open(kill, W).expect("open").fh;
+    let many = "TERM\n".repeat(100_000);
+    assert_eq!(errno(rig.tree.write(fh, 0, many.as_bytes())), libc::EINVAL);
+    // As many as are allowed, the same one over and over included, are sent in turn.
+    let most = "INT\n".repeat(16);
+    assert!(matches!(
+        rig.tree.write(fh, 0, most.as_bytes()),
+        Ok(Write::Done(64))
+    ));
+    assert_eq!(
+        errno(rig.tree.write(fh, 0, b"INT\n".repeat(17).as_slice())),
+        libc::EINVAL
+    );
+    rig.tree.release(fh);
+    assert_eq!(*rig.fake.signals.lock(), vec![(id, libc::SIGINT); 16]);
+    assert!(
+        rig.fake.kills.lock().is_empty(),
+        "a refused write stops nothing"
+    );
+}
+
+#[test]
 fn removing_a_command_stops_it_and_readers_keep_reading() {
     let rig = Rig::new();
     let dir = rig.run("x", "sleep 9");
