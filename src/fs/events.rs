@@ -23,6 +23,14 @@
 //! answers it (see [`Feed::opener`]); for anyone else the size is 0. The last
 //! [`KEPT_BEHIND`] bytes before a read are kept, so a reader going by the size may also
 //! read back from the end (`tail -n 10` does).
+//!
+//! Only a read lets go of lines, so a size asked for again and again with no read
+//! (a process polling `fstat`) would hold every line made while the feed is open. A
+//! feed that holds [`HELD_AT_MOST`] bytes or more therefore makes no more lines for its
+//! size: it stops growing until its reader reads. Nothing made is dropped; the changes
+//! since are lines at the next read that reaches the end, as for any reader that looks
+//! less often: one per difference between what the feed said and the tree then (a
+//! command that came and went meanwhile is not named).
 
 use super::state::{Command, Run, State};
 use crate::policy::audit::rfc3339;
@@ -33,6 +41,11 @@ use std::time::{Duration, Instant, SystemTime};
 /// How many bytes before a read a feed keeps, for a reader that reads back from the
 /// end (`tail -n 1000` reads back about 60 KiB).
 const KEPT_BEHIND: u64 = 64 * 1024;
+
+/// How many bytes of lines a feed holds at most before its size stops growing (see the
+/// module's text): room for [`KEPT_BEHIND`] and a few thousand lines not read yet. A
+/// look at the tree may add one line per command past it.
+pub(super) const HELD_AT_MOST: usize = 256 * 1024;
 
 /// What one open of `/events` has said so far.
 #[derive(Default)]
@@ -118,9 +131,12 @@ impl Feed {
     }
 
     /// The size of the stream: every byte made so far, with a line for each change
-    /// up to now. A reader going by it reads that much without waiting.
+    /// up to now while the feed holds less than [`HELD_AT_MOST`]. A reader going by it
+    /// reads that much without waiting.
     pub fn size(&mut self, state: &State) -> u64 {
-        self.catch_up(state);
+        if self.unread.len() < HELD_AT_MOST {
+            self.catch_up(state);
+        }
         self.base + self.unread.len() as u64
     }
 

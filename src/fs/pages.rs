@@ -443,7 +443,9 @@ pub fn skill(site: &Site) -> String {
          the driver crashed: its `reason` says so, and it has no exit code). Each open first lists every command as it is now, then waits for changes, \
          and ends after {wait} seconds of silence, or {wait} seconds after it began even on a \
          busy mount (so `grep -r` over the mount ends; `tail -f` goes on past that end), so \
-         wait in a loop:\n\n\
+         wait in a loop. A reader that only polls the size (`fstat`) without reading sees \
+         it stop growing once 256 KiB of lines wait unread; its next read goes on with one \
+         line per change since, and nothing already made is dropped:\n\n\
          ```sh\n\
          echo 'sleep 2; echo fast' > {m}/ctl/fast\n\
          echo 'sleep 300' > {m}/ctl/slow\n\

@@ -1399,3 +1399,63 @@ fn events_have_the_size_of_the_feed_the_caller_opened() {
     rig.tree.release(fh);
     assert_eq!(size(7, None), 0, "released");
 }
+
+#[test]
+fn a_feed_only_stated_stops_growing_at_its_bound_and_loses_nothing() {
+    let rig = Rig::new();
+    let fh = rig
+        .tree
+        .open_as(names::EVENTS, OpenMode::default(), 7)
+        .unwrap()
+        .fh;
+    // Never read, the feed's size is all it holds.
+    let size = || rig.tree.getattr_as(names::EVENTS, None, 7).unwrap().size;
+    let bound = events::HELD_AT_MOST as u64;
+    let mut largest = 0;
+    // Three lines of about 100 bytes for each: some 450 KB if nothing bounded them.
+    let name = |i: usize| format!("{i:0>64}");
+    for i in 0..1500 {
+        rig.run(&name(i), "true");
+        largest = largest.max(size());
+        rig.fake.finish(&name(i), 0);
+        largest = largest.max(size());
+        rig.tree.rmdir(names::CMD, name(i).as_bytes()).unwrap();
+        largest = largest.max(size());
+    }
+    assert!(largest >= bound, "{largest}");
+    assert!(
+        largest < bound + 1024,
+        "past the bound by a look at most: {largest}"
+    );
+    rig.run("last", "sleep 9");
+    assert_eq!(size(), largest, "no line made for the size past the bound");
+    // A read takes every line made, then the changes since, as one look sees them.
+    let mut text = Vec::new();
+    while let Read::Data(bytes) = rig.tree.read(fh, text.len() as u64, 1 << 20).unwrap() {
+        assert!(!bytes.is_empty(), "the feed had not been read to its end");
+        text.extend_from_slice(&bytes);
+    }
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.len() as u64 > largest);
+    assert!(
+        text.ends_with(" last running\n"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, said) in ["running", "completed 0", "removed"].iter().enumerate() {
+        assert!(
+            lines[i].ends_with(&format!(" {} {said}", name(0))),
+            "{}",
+            lines[i]
+        );
+    }
+    // The lines made before the bound come whole and in order.
+    let held = &text[..largest as usize];
+    assert!(held.ends_with('\n'));
+    for (i, line) in held.lines().enumerate() {
+        let command = name(i / 3);
+        assert!(line.contains(&format!(" {command} ")), "line {i}: {line}");
+    }
+    rig.tree.release(fh);
+}
