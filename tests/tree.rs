@@ -1,8 +1,8 @@
 //! The tree and its pages (SPEC 1–2): listings in every state, sizes, owners, pages.
 
-use crate::common::{wait_until, Mount, Options};
+use crate::common::{until_exists, wait_until, Mount, Options};
 use std::os::unix::fs::MetadataExt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn ls(mount: &Mount, dir: &str) -> Vec<String> {
     let out = mount.ok(&format!("ls -A \"$M/{dir}\""));
@@ -257,10 +257,11 @@ fn find_newer_and_ls_t_see_a_command_stop() {
     let mount = Mount::start();
     let marks = tempfile::tempdir().unwrap();
     let marker = marks.path().join("started");
-    // The marker takes the time the command was written; it ends a second later.
+    // The marker takes the time the command started (its stderr, which never grows,
+    // keeps it); it prints and ends a second later.
     let listed = mount.ok(&format!(
-        "echo 'sleep 1' > \"$M/ctl/x\"\n\
-         touch -r \"$M/cmd/x/command\" {marker}\n\
+        "echo 'sleep 1; echo done' > \"$M/ctl/x\"\n\
+         touch -r \"$M/cmd/x/stderr\" {marker}\n\
          [ \"$(cat \"$M/cmd/x/wait\")\" = completed ]\n\
          cd \"$M/cmd\" && find x -newer {marker} | sort\n\
          ls -t x | head -n 1",
@@ -273,7 +274,6 @@ fn find_newer_and_ls_t_see_a_command_stop() {
         "x/output",
         "x/result.json",
         "x/status",
-        "x/stderr",
         "x/stdout",
     ];
     assert_eq!(newer[0], "x", "{listed}");
@@ -288,6 +288,57 @@ fn find_newer_and_ls_t_see_a_command_stop() {
     for file in ["wait", "follow"] {
         assert_eq!(meta(file).modified().unwrap(), written, "{file}");
     }
+}
+
+#[test]
+fn a_stream_has_the_time_it_last_grew() {
+    let mount = Mount::start();
+    let marks = tempfile::tempdir().unwrap();
+    let more = marks.path().join("more");
+    let before = SystemTime::now();
+    let text = format!("echo once; {}; echo more", until_exists(&more));
+    std::fs::write(mount.p("ctl/x"), text).unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        mount.read("cmd/x/stdout") == "once\n"
+    }));
+    let seen = SystemTime::now();
+    let mtime = |file: &str| {
+        std::fs::metadata(mount.p(&format!("cmd/x/{file}")))
+            .and_then(|meta| meta.modified())
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    let printed = mtime("stdout");
+    assert!(before <= printed && printed <= seen, "{printed:?}");
+    let started = mtime("stderr");
+    assert!(before <= started && started <= printed, "{started:?}");
+    assert_eq!(mtime("output"), printed);
+    // A second and more later nothing has grown, so nothing has moved.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(mtime("stdout"), printed);
+    assert_eq!(mtime("output"), printed);
+    assert_eq!(mtime("stderr"), started);
+    // stderr never got a byte: it has the time the command started, as `result.json`
+    // tells it (to the millisecond).
+    let result: serde_json::Value = serde_json::from_str(&mount.read("cmd/x/result.json")).unwrap();
+    let started_at = result["started_at"].as_str().unwrap().to_string();
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &started_at, "+%s%3N"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let millis = String::from_utf8_lossy(&out.stdout).trim().parse::<u128>();
+    let since_epoch = started.duration_since(UNIX_EPOCH).unwrap().as_millis();
+    assert_eq!(millis, Ok(since_epoch), "{started_at}");
+    // More output moves stdout and output, and the times hold once it has ended.
+    std::fs::write(&more, "").unwrap();
+    assert_eq!(mount.read("cmd/x/wait"), "completed\n");
+    assert_eq!(mount.read("cmd/x/stdout"), "once\nmore\n");
+    let grew = mtime("stdout");
+    assert!(grew > printed, "{grew:?} <= {printed:?}");
+    assert_eq!(mtime("output"), grew);
+    assert_eq!(mtime("stderr"), started);
+    let ended = mtime("status");
+    assert!(grew <= ended, "{grew:?} > {ended:?}");
 }
 
 /// The fenced `sh` blocks of a Markdown text.

@@ -29,7 +29,7 @@ pub(super) fn view_attr(id: u64, view: &ViewEntry) -> FsResult<Attr> {
         Stream::Output => Slot::Output,
     };
     let size = view.view.size(&job, view.stream);
-    let mtime = job.finished_at().unwrap_or(view.created);
+    let mtime = job.grew_at(view.stream).unwrap_or(view.created);
     Ok(Attr::new(
         names::file_ino(id, slot),
         Kind::File,

@@ -318,7 +318,7 @@ pub(super) fn file_attr(id: u64, command: &Command, slot: Slot) -> Attr {
         _ if steady => (0, command.created),
         (How::Stream(stream), Run::Job(job)) => {
             let size = View::whole().size(job, stream);
-            let mtime = job.finished_at().unwrap_or_else(SystemTime::now);
+            let mtime = job.grew_at(stream).unwrap_or(command.created);
             (size, mtime)
         }
         _ => (

@@ -1344,9 +1344,14 @@ fn what_changes_when_a_command_stops_takes_that_time() {
     let before_stop = SystemTime::now();
     assert!(before_stop > written);
     rig.fake.finish("x", 0);
-    for file in ["status", "exitcode", "result.json", "stdout", "output"] {
+    for file in ["status", "exitcode", "result.json"] {
         let mtime = attr(file).mtime;
         assert!(mtime >= before_stop, "{file}: {mtime:?} < {before_stop:?}");
+    }
+    // Streams change only as they grow: these never did.
+    for file in ["stdout", "stderr", "output"] {
+        let mtime = attr(file).mtime;
+        assert!(mtime < before_stop, "{file}: {mtime:?} >= {before_stop:?}");
     }
     assert!(rig.tree.getattr(dir, None).unwrap().mtime >= before_stop);
     // The text never changes, and blocking files keep the attributes the kernel holds.
@@ -1364,6 +1369,29 @@ fn what_changes_when_a_command_stops_takes_that_time() {
     let status = attr("status").mtime;
     assert_eq!(attr("result.json").mtime, status);
     assert_eq!(attr("status").mtime, status);
+}
+
+#[test]
+fn a_stream_has_the_time_it_last_grew() {
+    let rig = Rig::new();
+    let dir = rig.run("x", "true");
+    let attr = |file: &str| rig.found(dir, file).unwrap().mtime;
+    let started = rig.fake.job("x").life().started_at().unwrap();
+    for file in ["stdout", "stderr", "output"] {
+        assert_eq!(attr(file), started, "{file}");
+    }
+    let before = SystemTime::now();
+    rig.fake.print("x", b"once\n");
+    let printed = attr("stdout");
+    assert!(printed >= before, "{printed:?} < {before:?}");
+    assert_eq!(attr("output"), printed);
+    assert_eq!(attr("stderr"), started, "stderr never grew");
+    // Nothing more written: nothing moves, while it runs or once it ended.
+    assert_eq!(attr("stdout"), printed);
+    rig.fake.finish("x", 0);
+    assert_eq!(attr("stdout"), printed);
+    assert_eq!(attr("output"), printed);
+    assert_eq!(attr("stderr"), started);
 }
 
 #[test]

@@ -30,7 +30,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Which captured stream a file shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -270,6 +270,11 @@ pub struct Capture {
     last_stream: Option<Stream>,
     checkpointed: Instant,
     dirty: bool,
+    /// When the command last wrote to stdout and to stderr (None: not since this
+    /// capture was made), as the clock read each append takes anyway; `made` turns
+    /// them into wall-clock times.
+    grew: [Option<Instant>; 2],
+    made: (SystemTime, Instant),
 }
 
 impl Capture {
@@ -290,6 +295,8 @@ impl Capture {
             last_stream: None,
             checkpointed: Instant::now(),
             dirty: false,
+            grew: [None; 2],
+            made: (SystemTime::now(), Instant::now()),
         }
     }
 
@@ -336,6 +343,8 @@ impl Capture {
             return;
         }
         let len = bytes.len() as u64;
+        let now = Instant::now();
+        self.grew[Capture::gap_slot(stream)] = Some(now);
         if self.stop_reason.is_some() || self.header.sealed || self.store.is_gone() {
             self.counts_mut(stream).refused += len;
             return;
@@ -391,11 +400,21 @@ impl Capture {
                 return;
             }
         }
-        if self.checkpointed.elapsed() >= CHECKPOINT {
+        if now.saturating_duration_since(self.checkpointed) >= CHECKPOINT {
             self.checkpoint();
         } else {
             *self.store.pending.lock() = Some(self.header.encode());
         }
+    }
+
+    /// When the command last wrote to `stream` (to either stream, for `output`) since
+    /// this capture was made; None when it has not.
+    pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
+        let grew = match stream {
+            Stream::Output => self.grew[0].max(self.grew[1]),
+            stream => self.grew[Capture::gap_slot(stream)],
+        }?;
+        Some(self.made.0 + grew.saturating_duration_since(self.made.1))
     }
 
     /// The notice shown where `dropped` bytes of `stream` (any stream, for `output`)

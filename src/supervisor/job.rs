@@ -714,6 +714,21 @@ impl Job {
         self.state.lock().life.finished_at()
     }
 
+    /// When `stream`'s file last grew, its mtime: when the command last wrote to it
+    /// (to either stream, for `output`), else when its shell started (None before),
+    /// never before it started (the pump may read a first write before the spawn is
+    /// timed). A command brought back by a restart has no time of its writes: what it
+    /// wrote holds the time it ended.
+    pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
+        let state = self.state.lock();
+        let written = || state.capture.extent(stream).written > 0;
+        let grew = state
+            .capture
+            .grew_at(stream)
+            .or_else(|| state.life.finished_at().filter(|_| written()));
+        grew.max(state.life.started_at())
+    }
+
     /// Where it stands, for `/events`, which asks it of every command on every read.
     pub fn standing(&self) -> Standing {
         self.state.lock().life.standing()
