@@ -307,6 +307,137 @@ fn kill_sends_a_signal_named_or_numbered_to_the_whole_command() {
     }
 }
 
+/// A command whose shell traps the signals of the kill words below and goes on.
+const LISTENER: &str =
+    "for s in INT HUP QUIT WINCH USR1 USR2 ALRM TERM; do trap \"echo got $s\" $s; \
+     done; echo ready; while :; do sleep 0.05; done";
+
+/// Lines of `stdout` that say `got <signal>`.
+fn got(mount: &Mount, name: &str, signal: &str) -> usize {
+    let said = format!("got {signal}");
+    mount
+        .read(&format!("cmd/{name}/stdout"))
+        .lines()
+        .filter(|line| *line == said)
+        .count()
+}
+
+/// Signal names in any case, with or without SIG, and any signal number reach a
+/// command that traps them, and it goes on running: `int` is Ctrl-C, not a stop.
+#[test]
+fn kill_words_in_any_case_and_any_number_send_that_signal_and_it_runs_on() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(mount.p("ctl/ears"), LISTENER).unwrap();
+    mount.holds("cmd/ears/stdout", "ready");
+    let usr2 = libc::SIGUSR2.to_string();
+    let alrm = libc::SIGALRM.to_string();
+    for (written, signal) in [
+        ("int\n", "INT"),
+        ("Int\n", "INT"),
+        ("  SigInt\r\n", "INT"),
+        ("sighup\n", "HUP"),
+        ("SigQuit\n", "QUIT"),
+        ("WINCH\n", "WINCH"),
+        ("usr1\n", "USR1"),
+        (&format!("{usr2}\n"), "USR2"),
+        (&alrm, "ALRM"),
+    ] {
+        let before = got(&mount, "ears", signal);
+        std::fs::write(mount.p("cmd/ears/kill"), written).unwrap();
+        assert!(
+            wait_until(Duration::from_secs(30), || got(&mount, "ears", signal)
+                > before),
+            "{written:?} did not reach the trap of {signal}: {:?}",
+            mount.read("cmd/ears/stdout")
+        );
+        assert_eq!(mount.read("cmd/ears/status"), "running\n", "{written:?}");
+    }
+    assert_eq!(got(&mount, "ears", "TERM"), 0, "nothing was a stop");
+    mount.ok("echo stop > $M/cmd/ears/kill");
+    assert_eq!(mount.wait("ears"), "error\n");
+    assert_eq!(got(&mount, "ears", "TERM"), 1);
+}
+
+/// A real-time signal by number reaches the command (Linux has them).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_real_time_signal_by_number_reaches_the_command() {
+    let mount = Mount::start();
+    let rt = libc::SIGRTMIN() + 2;
+    std::fs::write(
+        mount.p("ctl/rt"),
+        format!("trap 'echo got rt; exit 5' {rt}; echo ready; while :; do sleep 0.05; done"),
+    )
+    .unwrap();
+    mount.holds("cmd/rt/stdout", "ready");
+    std::fs::write(mount.p("cmd/rt/kill"), format!("{rt}\n")).unwrap();
+    assert_eq!(mount.wait("rt"), "error\n");
+    assert_eq!(mount.read("cmd/rt/exitcode"), "5\n");
+    assert_eq!(mount.read("cmd/rt/stdout"), "ready\ngot rt\n");
+}
+
+/// A blank line between two signals adds no stop, whether the lines come in one
+/// write (dash's printf) or one write each (bash's printf, line-buffered).
+#[test]
+fn a_blank_line_between_signals_is_no_stop() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(mount.p("ctl/ears"), LISTENER).unwrap();
+    mount.holds("cmd/ears/stdout", "ready");
+    for (round, shell) in ["dash", "bash"].into_iter().enumerate() {
+        mount.ok(&format!(
+            "{shell} -c \"printf 'INT\\n\\nHUP\\n\\n' > $M/cmd/ears/kill\""
+        ));
+        assert!(
+            wait_until(Duration::from_secs(30), || got(&mount, "ears", "INT")
+                > round
+                && got(&mount, "ears", "HUP") > round),
+            "{shell}: {:?}",
+            mount.read("cmd/ears/stdout")
+        );
+        // A stop would have sent TERM before the write returned: a signal written
+        // after it comes back alone.
+        mount.ok("echo USR2 > $M/cmd/ears/kill");
+        assert!(wait_until(Duration::from_secs(30), || got(
+            &mount, "ears", "USR2"
+        ) > round));
+        assert_eq!(
+            got(&mount, "ears", "TERM"),
+            0,
+            "{shell}: a blank line stopped it"
+        );
+        assert_eq!(mount.read("cmd/ears/status"), "running\n", "{shell}");
+    }
+    // A write of nothing but a blank line still stops it.
+    mount.ok("echo > $M/cmd/ears/kill");
+    assert_eq!(mount.wait("ears"), "error\n");
+    assert_eq!(got(&mount, "ears", "TERM"), 1);
+    assert_eq!(
+        mount.read("cmd/ears/reason"),
+        "killed: a write to its kill file stopped it\n"
+    );
+}
+
+/// A word that names no signal stops the command as `stop` does (TERM, then KILL
+/// after the grace), and the log and `reason` name the word.
+#[test]
+fn a_word_that_names_no_signal_stops_it_and_says_which_word() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(mount.p("ctl/ears"), LISTENER).unwrap();
+    mount.holds("cmd/ears/stdout", "ready");
+    mount.ok("echo frob > $M/cmd/ears/kill");
+    assert_eq!(mount.wait("ears"), "error\n");
+    // Its TERM trap runs; the KILL after the grace ends it.
+    assert_eq!(got(&mount, "ears", "TERM"), 1);
+    assert_eq!(mount.read("cmd/ears/exitcode"), "137\n");
+    let said = "killed: a write to its kill file ('frob' is no signal name) stopped it";
+    assert_eq!(mount.read("cmd/ears/reason"), format!("{said}\n"));
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/ears/result.json")).unwrap();
+    assert_eq!(result["killed"], true);
+    assert_eq!(result["reason"], said);
+    mount.wait_for_log("cmd/ears/kill: 'frob' is no signal name");
+}
+
 /// The signal a command dies of names its end even when more signals were written
 /// after it, in the same write or the next, before its death was seen.
 #[test]

@@ -4,6 +4,7 @@
 use super::effects::{Discarded, Effect, Effects};
 use super::fixed;
 use super::input::input_error;
+use super::kill::{self, Asked, Said};
 use super::names::{self, Slot};
 use super::pages;
 use super::slots::{self, How};
@@ -11,9 +12,8 @@ use super::state::{Body, Entry, Node, Run, Stage, State, ViewEntry};
 use super::types::{Attr, Error, FsResult, Kind, OpenMode, Opened, Read, Write, ANY_JOB};
 use super::view::{Gaps, View};
 use super::Tree;
-use crate::supervisor::{InputError, News, Stream, KEYS_NEED_A_TERMINAL};
+use crate::supervisor::{InputError, Job, News, Stream, KEYS_NEED_A_TERMINAL};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -73,35 +73,21 @@ pub(super) fn events_size(state: &mut State, fh: Option<u64>, caller: u32) -> u6
     size
 }
 
-/// The reason a command stopped through its `kill` file has.
-const KILLED_BY_A_WRITE: &str = "killed: a write to its kill file stopped it";
-
-/// The most signals one write to `kill` may name. Each is a pass over the command's
-/// processes on the thread that serves the write; a write naming more is refused
-/// whole (EINVAL, and the log says why), so nothing of it is sent.
-const MAX_SIGNALS: usize = 16;
-
-/// The signals a write to `kill` names (`INT`, `SIGINT`, `2`, ...), one a line and in
-/// order, if every line names one of those a command may be sent; any other text
-/// stops the command. Names are upper case only, so `echo stop > kill` stops the
-/// command rather than pausing it.
-fn signals_named(data: &[u8]) -> Option<Vec<i32>> {
-    use crate::supervisor::SIGNALS;
-    let text = std::str::from_utf8(data).ok()?;
-    let named = |line: &str| {
-        if let Ok(number) = line.parse::<i32>() {
-            return SIGNALS.iter().find(|(_, n)| *n == number).map(|(_, n)| *n);
-        }
-        let name = line.strip_prefix("SIG").unwrap_or(line);
-        SIGNALS.iter().find(|(n, _)| *n == name).map(|(_, n)| *n)
-    };
-    let signals: Option<Vec<i32>> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .map(named)
-        .collect();
-    signals.filter(|signals| !signals.is_empty())
+/// For a handle on `kill`: its job, what it has said, and the command's name.
+fn kill_said(state: &mut State, fh: u64) -> Option<(Arc<Job>, &mut Said, String)> {
+    let handle = state.handles.get(&fh)?;
+    if !matches!(handle.body, Body::Kill { .. }) {
+        return None;
+    }
+    let name = handle
+        .owner
+        .and_then(|id| state.command(id))
+        .map(|command| command.name.clone())
+        .unwrap_or_default();
+    match state.handles.get_mut(&fh).map(|h| &mut h.body) {
+        Some(Body::Kill { job, said }) => Some((job.clone(), said, name)),
+        _ => None,
+    }
 }
 
 fn slice_at(bytes: &[u8], offset: u64, size: usize) -> Vec<u8> {
@@ -411,7 +397,7 @@ impl Tree {
                     },
                     (Run::Job(job), How::Kill) => Body::Kill {
                         job: job.clone(),
-                        written: AtomicBool::new(false),
+                        said: Said::Nothing,
                     },
                     (Run::Job(job), How::Input) => Body::Input {
                         job: job.clone(),
@@ -473,7 +459,7 @@ impl Tree {
         let attr = slots::file_attr(id, command, Slot::Kill);
         let body = Body::Kill {
             job: job.clone(),
-            written: AtomicBool::new(false),
+            said: Said::Nothing,
         };
         let fh = state.add_handle(Some(id), body);
         Some(Ok((attr, opened(fh, true))))
@@ -591,7 +577,19 @@ impl Tree {
     }
 
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<Write> {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
+        if let Some(said) = kill_said(&mut state, fh) {
+            let (job, said, name) = said;
+            let heeded = said.heed(kill::asked(data));
+            drop(state);
+            return match heeded {
+                Ok(asked) => {
+                    self.heed_kill(&name, &job, asked);
+                    Ok(Write::Done(data.len() as u32))
+                }
+                Err(too_many) => Err(input_error(&name, "kill", libc::EINVAL, &too_many)),
+            };
+        }
         let handle = state
             .handles
             .get(&fh)
@@ -601,32 +599,6 @@ impl Tree {
             None => String::new(),
         };
         match (&handle.body, handle.owner) {
-            (Body::Kill { job, written }, _) => {
-                written.store(true, Ordering::Relaxed);
-                let (job, name) = (job.clone(), name());
-                drop(state);
-                match signals_named(data) {
-                    Some(signals) if signals.len() > MAX_SIGNALS => {
-                        return Err(super::input::input_error(
-                            &name,
-                            "kill",
-                            libc::EINVAL,
-                            &format!(
-                                "a write names at most {MAX_SIGNALS} signals, one a line; this \
-                                 one named {}, and none of them was sent",
-                                signals.len()
-                            ),
-                        ))
-                    }
-                    Some(signals) => {
-                        for signal in signals {
-                            self.spawner.signal(&job, signal);
-                        }
-                    }
-                    None => self.spawner.kill(&job, KILLED_BY_A_WRITE),
-                }
-                Ok(Write::Done(data.len() as u32))
-            }
             (
                 Body::Input {
                     job,
@@ -661,18 +633,37 @@ impl Tree {
         }
     }
 
+    /// Does what a write to `kill` asked for, in order. A word that names no signal
+    /// stops the command as `stop` does, and says so in the log and in `reason`.
+    fn heed_kill(&self, name: &str, job: &Arc<Job>, asked: Vec<Asked>) {
+        for asked in asked {
+            match &asked {
+                Asked::Signal(signal) => self.spawner.signal(job, *signal),
+                Asked::Stop => self.spawner.kill(job, kill::KILLED_BY_A_WRITE),
+                Asked::Unknown(word) => {
+                    crate::log::info(&format!(
+                        "cmd/{name}/kill: {word} is no signal name; stopping the command \
+                         (TERM, then KILL after the grace)"
+                    ));
+                    self.spawner.kill(job, &asked.reason());
+                }
+            }
+        }
+    }
+
     /// The last close of a handle. For a draft's writer this decides the command.
     pub fn release(&self, fh: u64) {
         let writer = self.locked(|state, effects| {
             let handle = state.handles.remove(&fh)?;
             let owner = handle.owner?;
             let writer = matches!(handle.body, Body::Draft { write: true, .. });
-            // `: > kill` opens and closes without a write: that stops it too.
-            if let Body::Kill { job, written } = &handle.body {
-                if !written.load(Ordering::Relaxed) {
+            // `: > kill` opens and closes without a write, `echo > kill` writes a
+            // blank line: either stops it.
+            if let Body::Kill { job, said } = &handle.body {
+                if *said == Said::Nothing {
                     effects.push(Effect::Kill {
                         job: job.clone(),
-                        why: KILLED_BY_A_WRITE,
+                        why: kill::KILLED_BY_A_WRITE,
                     });
                 }
             }

@@ -20,6 +20,7 @@ mod events;
 mod fixed;
 mod handles;
 mod input;
+mod kill;
 pub mod names;
 pub mod pages;
 mod restore;

@@ -230,11 +230,11 @@ pub(super) enum Body {
         job: Arc<Job>,
         answer: Option<&'static [u8]>,
     },
-    /// A writer of `kill`. `written` tells a close after writes from `: > kill`,
-    /// which opens and closes without writing and stops the command too.
+    /// A writer of `kill`. `said` is what it has done so far: a close of one that
+    /// said nothing (`: > kill`, `echo > kill`) stops the command.
     Kill {
         job: Arc<Job>,
-        written: std::sync::atomic::AtomicBool,
+        said: super::kill::Said,
     },
     /// A writer of `stdin`. `script` holds what a shell has been given so far, which
     /// each write is checked with; None when the program is not a shell. `refused` is

@@ -924,45 +924,121 @@ fn a_write_to_kill_stops_the_job() {
     assert!(kills[0].1.contains("kill file"), "{}", kills[0].1);
 }
 
-#[test]
-fn a_signal_name_or_number_in_kill_sends_that_signal_and_a_bare_close_stops() {
+/// The signals a command was sent, in order, and the reasons of the stops asked.
+type Heard = (Vec<i32>, Vec<String>);
+
+/// Opens `kill` of a fresh command, writes each of `writes` through that one handle,
+/// closes it, and returns what was sent and the reasons of the stops.
+fn through_kill(writes: &[&[u8]]) -> Heard {
     let rig = Rig::new();
     let dir = rig.run("x", "sleep 9");
     let id = rig.fake.job("x").id();
     let kill = rig.found(dir, "kill").expect("kill").ino;
+    let fh = rig.tree.open(kill, W).expect("open").fh;
+    for data in writes {
+        match rig.tree.write(fh, 0, data) {
+            Ok(Write::Done(n)) => assert_eq!(n as usize, data.len()),
+            other => panic!("{data:?}: {other:?}"),
+        }
+    }
+    rig.tree.release(fh);
+    let signals = rig.fake.signals.lock();
+    let kills = rig.fake.kills.lock();
+    assert!(signals.iter().all(|&(job, _)| job == id));
+    assert!(kills.iter().all(|(job, _)| *job == id));
+    (
+        signals.iter().map(|&(_, s)| s).collect(),
+        kills.iter().map(|(_, why)| why.clone()).collect(),
+    )
+}
+
+const STOPPED: &str = "killed: a write to its kill file stopped it";
+
+#[test]
+fn a_signal_name_in_any_case_or_a_number_in_kill_sends_that_signal() {
     for (text, signal) in [
         (&b"INT\n"[..], libc::SIGINT),
-        (b"SIGUSR1", libc::SIGUSR1),
+        (b"int\n", libc::SIGINT),
+        (b"Int", libc::SIGINT),
+        (b"sigint\r\n", libc::SIGINT),
+        (b"SigInt", libc::SIGINT),
+        (b"  SIGUSR1 \n", libc::SIGUSR1),
+        (b"usr1\n", libc::SIGUSR1),
+        (b"SigQuit\n", libc::SIGQUIT),
         (b"15\n", libc::SIGTERM),
+        (b"WINCH\n", libc::SIGWINCH),
+        (b"alrm\n", libc::SIGALRM),
+        (b"14\n", 14),
+        (b"28\n", 28),
         (b"STOP\n", libc::SIGSTOP),
-        (b"CONT", libc::SIGCONT),
+        (b"sigstop\n", libc::SIGSTOP),
+        (b"cont", libc::SIGCONT),
+        (b"kill\n", libc::SIGKILL),
     ] {
-        let fh = rig.tree.open(kill, W).expect("open").fh;
-        assert!(matches!(rig.tree.write(fh, 0, text), Ok(Write::Done(_))));
-        rig.tree.release(fh);
-        assert_eq!(rig.fake.signals.lock().last(), Some(&(id, signal)));
+        let label = String::from_utf8_lossy(text);
+        assert_eq!(through_kill(&[text]), (vec![signal], vec![]), "{label}");
     }
-    assert!(rig.fake.kills.lock().is_empty(), "a signal is not a stop");
-    // One a line, each sent in turn.
-    let fh = rig.tree.open(kill, W).expect("open").fh;
-    assert!(matches!(
-        rig.tree.write(fh, 0, b"INT\n\nKILL\n"),
-        Ok(Write::Done(10))
-    ));
-    rig.tree.release(fh);
-    let signals = rig.fake.signals.lock().clone();
-    assert_eq!(signals[5..], [(id, libc::SIGINT), (id, libc::SIGKILL)]);
-    // Lower case, unknown names, other numbers, a line of each stop it; so does
-    // `: > kill`.
-    for text in [&b"int"[..], b"SIGFOO", b"99", b"INT\nstop\n", b"\n"] {
-        let fh = rig.tree.open(kill, W).expect("open").fh;
-        assert!(matches!(rig.tree.write(fh, 0, text), Ok(Write::Done(_))));
-        rig.tree.release(fh);
+    #[cfg(target_os = "linux")]
+    assert_eq!(
+        through_kill(&[b"34\n"]),
+        (vec![34], vec![]),
+        "a real-time signal by number"
+    );
+}
+
+#[test]
+fn lines_go_in_order_and_blank_lines_add_no_stop() {
+    let (int, hup, kill) = (libc::SIGINT, libc::SIGHUP, libc::SIGKILL);
+    // One write, or one write a line as bash's printf makes them: the same.
+    assert_eq!(through_kill(&[b"INT\n\nHUP\n"]), (vec![int, hup], vec![]));
+    assert_eq!(
+        through_kill(&[b"INT\n", b"\n", b"HUP\n"]),
+        (vec![int, hup], vec![])
+    );
+    assert_eq!(
+        through_kill(&[b"\n", b"INT\n", b"\r\n", b"KILL\n", b"\n"]),
+        (vec![int, kill], vec![])
+    );
+}
+
+#[test]
+fn stop_a_blank_write_or_a_bare_close_stops_the_command() {
+    let stopped = (vec![], vec![STOPPED.to_string()]);
+    for writes in [
+        &[&b"stop\n"[..]][..],
+        &[b"Stop"],
+        &[b" stop \r\n"],
+        &[b"\n"],
+        &[b"\n\n \n"],
+        &[b"\n", b"\n"],
+        &[b""],
+        &[],
+    ] {
+        assert_eq!(through_kill(writes), stopped, "{writes:?}");
     }
-    let fh = rig.tree.open(kill, W).expect("open").fh;
-    rig.tree.release(fh);
-    assert_eq!(rig.fake.kills.lock().len(), 6);
-    assert_eq!(rig.fake.signals.lock().len(), 7);
+}
+
+#[test]
+fn a_word_that_names_no_signal_stops_the_command_and_the_reason_names_it() {
+    for (writes, sent, word) in [
+        (&[&b"frob\n"[..]][..], vec![], "frob"),
+        (&[b"SIGFOO"], vec![], "SIGFOO"),
+        (&[b"0\n"], vec![], "0"),
+        (&[b"999\n"], vec![], "999"),
+        (&[b"INTT\n"], vec![], "INTT"),
+        // Signals before it go out; nothing after it does, in this write or a later one.
+        (&[b"INT\nfrob\nHUP\n"], vec![libc::SIGINT], "frob"),
+        (&[b"INT\n", b"frob\n", b"HUP\n"], vec![libc::SIGINT], "frob"),
+    ] {
+        let why =
+            format!("killed: a write to its kill file ('{word}' is no signal name) stopped it");
+        assert_eq!(through_kill(writes), (sent, vec![why]), "{writes:?}");
+    }
+    // One stop a handle, whatever follows.
+    assert_eq!(
+        through_kill(&[b"stop\n", b"frob\n", b"INT\n"]),
+        (vec![], vec![STOPPED.to_string()])
+    );
 }
 
 #[test]

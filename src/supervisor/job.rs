@@ -128,7 +128,7 @@ impl Stop {
             Stop::Shutdown => "stopped because terminalfs shut down".to_string(),
             Stop::Signal(signal) => format!(
                 "killed: it died of {}, written to its kill file",
-                super::signal_name(*signal)
+                super::signals::name(*signal)
             ),
         }
     }

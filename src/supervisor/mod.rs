@@ -19,6 +19,7 @@ pub mod cgroup;
 mod input;
 mod job;
 mod pump;
+pub mod signals;
 mod spawn;
 pub mod spawner;
 pub mod terminal;
@@ -48,27 +49,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// The signals a command may be sent through its `kill` file, by name.
-pub const SIGNALS: [(&str, i32); 9] = [
-    ("HUP", libc::SIGHUP),
-    ("INT", libc::SIGINT),
-    ("QUIT", libc::SIGQUIT),
-    ("KILL", libc::SIGKILL),
-    ("USR1", libc::SIGUSR1),
-    ("USR2", libc::SIGUSR2),
-    ("TERM", libc::SIGTERM),
-    ("CONT", libc::SIGCONT),
-    ("STOP", libc::SIGSTOP),
-];
-
-/// `SIGINT` for 2: the name of a signal of [`SIGNALS`], or its number.
-pub fn signal_name(signal: i32) -> String {
-    match SIGNALS.iter().find(|(_, n)| *n == signal) {
-        Some((name, _)) => format!("SIG{name}"),
-        None => format!("signal {signal}"),
-    }
-}
 
 /// Longest command passed inline as `<shell> -c <text>`.
 const MAX_INLINE_COMMAND: usize = 100 * 1024;
