@@ -404,9 +404,12 @@ pub fn skill(site: &Site) -> String {
          so opening it again repeats what you saw. For new lines only, use \
          `tail -f -n 0 {m}/cmd/<name>/output`; tail looks about once a second \
          (`-s 0.2` looks more often).\n\
-         - `kill` exists while the command runs; writing `stop` (or any word that is not a \
-         signal name) stops the command and everything it started: SIGTERM, then SIGKILL if \
-         it has not ended soon after. `: > kill` does the same.\n\
+         - `kill` exists while the command runs; writing `stop` stops the command and \
+         everything it started: SIGTERM, then SIGKILL if it has not ended soon after. \
+         `: > kill` and `echo > kill` (nothing, or only blank lines) do the same, and so does \
+         a word that names no signal (see Signals): `reason` then names the word, as in \
+         `killed: a write to its kill file ('frob' is no signal name) stopped it`, and so \
+         does the driver's log.\n\
          - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. A stopped \
          command also goes away by itself {keep} after its files were last open.\n\
          - A command is over when its shell exits. One that starts something in the \
@@ -417,24 +420,44 @@ pub fn skill(site: &Site) -> String {
          exit code, times, memory, byte counts, and the shell and directory it ran with.\n\n\
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
-         and everything it started: `INT` (Ctrl-C; also `SIGINT` or `2`), `HUP`, `QUIT`, \
-         `TERM`, `KILL`, `USR1`, `USR2`, `STOP`, `CONT`; several, one a line, are sent in \
-         turn, at most 16 a write: a write naming more fails with EINVAL and sends none of \
-         them. `STOP` pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`; a stop or continue from elsewhere \
+         and everything it started. Names go in any case, with or without `SIG`: `INT`, \
+         `int`, `SigInt` and `2` are all Ctrl-C; `HUP`, `QUIT`, `TERM`, `KILL`, `USR1`, \
+         `USR2`, `ALRM`, `WINCH`, `CONT` and every other signal the system has work the same \
+         way, and so does any signal number (on Linux the real-time ones too, such as `34` \
+         or `RTMIN+2`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
+         `paused`, `wait` keeps waiting) until `CONT`; `stop` in lower case is the stop \
+         above. A stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
          written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
          command that has stopped does nothing. A shell that is just starting a program \
          can lose a signal that comes meanwhile (dash catches `INT` until its child runs): \
          start the program with `exec`, as below, or send the signal again if `wait` still \
          says `running`.\n\n\
+         A word that names no signal (`frob`, `INTT`, `0`) is not refused: like any write \
+         to `kill` that names no signal, it stops the command, and `reason` and the log name \
+         the word. Check the spelling before you write.\n\n\
          ```sh\n\
          echo 'exec sleep 300' > {m}/ctl/nap\n\
          echo STOP > {m}/cmd/nap/kill\n\
          cat {m}/cmd/nap/status\n\
          echo CONT > {m}/cmd/nap/kill\n\
-         echo INT > {m}/cmd/nap/kill\n\
+         echo int > {m}/cmd/nap/kill\n\
          cat {m}/cmd/nap/wait\n\
+         ```\n\n\
+         Several lines in one write (`printf 'INT\\nKILL\\n'`) are sent at once, in the order \
+         written, with no pause between them (blank lines are skipped): the KILL lands before \
+         an INT handler has had a chance to run, and signals that arrive together reach the \
+         program in the order the kernel picks, not the order written. One write names at \
+         most 16 signals: a write naming more fails with EINVAL and sends none of them. \
+         To escalate, send \
+         one, give it time, then send the next; or write `stop`, which sends TERM and waits \
+         before the KILL by itself.\n\n\
+         ```sh\n\
+         echo 'exec sleep 300' > {m}/ctl/calm\n\
+         echo INT > {m}/cmd/calm/kill\n\
+         for i in $(seq 50); do [ \"$(cat {m}/cmd/calm/status)\" = running ] || break; sleep 0.1; done\n\
+         [ \"$(cat {m}/cmd/calm/status)\" != running ] || echo KILL > {m}/cmd/calm/kill\n\
+         cat {m}/cmd/calm/wait\n\
          ```\n\n\
          ## Wait for the first of several\n\n\
          `{m}/events` has one line per change of any command: `<time> <name> <word>`, with \
