@@ -1,7 +1,8 @@
 //! Capture on a real mount: `output` keeps a single-threaded writer's order for every
 //! write size and for buffered writers, stderr reopened through `/dev/stderr` is
-//! captured, fast output costs other processes nothing, commands get default signal
-//! dispositions, and bad writers (one huge write, a closed stdout, thousands of
+//! captured, no other process opens a command's stderr file (the next command's or a
+//! running one's), fast output costs other processes nothing, commands get default
+//! signal dispositions, and bad writers (one huge write, a closed stdout, thousands of
 //! children) lose no byte.
 
 use crate::common::{
