@@ -322,7 +322,7 @@ impl Tree {
                 if write {
                     return Err(Error::new(libc::EACCES, "events are read-only"));
                 }
-                let feed = Body::Events(super::events::Feed::opened_by(caller));
+                let feed = Body::Events(super::events::Feed::opened_by(caller, state));
                 return Ok(opened(state.add_handle(None, feed), true));
             }
             Node::Page(ino) => {

@@ -295,6 +295,14 @@ impl Rig {
             .unwrap_or_else(|| panic!("cmd/{name}/{file} waits"))
     }
 
+    /// Opens `/events` as thread `caller`; the handle.
+    pub fn open_events(&self, caller: u32) -> u64 {
+        self.tree
+            .open_as(names::EVENTS, OpenMode::default(), caller)
+            .expect("events open")
+            .fh
+    }
+
     pub fn draft_attr(&self, name: &str) -> FsResult<Attr> {
         self.found(names::CTL, name)
     }
@@ -1475,11 +1483,7 @@ fn events_have_the_size_of_the_feed_the_caller_opened() {
     let rig = Rig::new();
     rig.run("a", "true");
     rig.fake.finish("a", 0);
-    let fh = rig
-        .tree
-        .open_as(names::EVENTS, OpenMode::default(), 7)
-        .unwrap()
-        .fh;
+    let fh = rig.open_events(7);
     let size = |caller, fh| rig.tree.getattr_as(names::EVENTS, fh, caller).unwrap().size;
     let first = size(7, None);
     assert!(first > 0);
@@ -1507,11 +1511,7 @@ fn events_have_the_size_of_the_feed_the_caller_opened() {
 #[test]
 fn a_feed_only_stated_stops_growing_at_its_bound_and_loses_nothing() {
     let rig = Rig::new();
-    let fh = rig
-        .tree
-        .open_as(names::EVENTS, OpenMode::default(), 7)
-        .unwrap()
-        .fh;
+    let fh = rig.open_events(7);
     // Never read, the feed's size is all it holds.
     let size = || rig.tree.getattr_as(names::EVENTS, None, 7).unwrap().size;
     let bound = events::HELD_AT_MOST as u64;
@@ -1561,5 +1561,95 @@ fn a_feed_only_stated_stops_growing_at_its_bound_and_loses_nothing() {
         let command = name(i / 3);
         assert!(line.contains(&format!(" {command} ")), "line {i}: {line}");
     }
+    rig.tree.release(fh);
+}
+
+/// What a feed has made past `offset` up to its size now (read without waiting), as
+/// lines; `offset` moves past them.
+fn feed_lines(rig: &Rig, fh: u64, offset: &mut u64) -> Vec<String> {
+    let size = rig
+        .tree
+        .getattr_as(names::EVENTS, Some(fh), 0)
+        .unwrap()
+        .size;
+    if size == *offset {
+        return Vec::new();
+    }
+    let Read::Data(bytes) = rig.tree.read(fh, *offset, (size - *offset) as u32).unwrap() else {
+        panic!("a feed with bytes made answers at once");
+    };
+    *offset += bytes.len() as u64;
+    let text = String::from_utf8(bytes).unwrap();
+    text.lines().map(str::to_string).collect()
+}
+
+/// The `<name> <word>` of each line, and whether each name's lines are in time order.
+fn words_in_order(lines: &[String]) -> Vec<String> {
+    let mut last: std::collections::BTreeMap<&str, &str> = Default::default();
+    let mut words = Vec::new();
+    for line in lines {
+        let (time, rest) = line.split_once(' ').unwrap();
+        let name = rest.split(' ').next().unwrap();
+        if let Some(before) = last.insert(name, time) {
+            assert!(before <= time, "{name}: {lines:?}");
+        }
+        words.push(rest.to_string());
+    }
+    words
+}
+
+#[test]
+fn a_feed_tells_every_change_made_between_two_reads() {
+    let rig = Rig::new();
+    let fh = rig.open_events(7);
+    let mut offset = 0;
+    assert_eq!(feed_lines(&rig, fh, &mut offset), Vec::<String>::new());
+    // Started and ended between two reads: its start is told before its end.
+    rig.run("a", "true");
+    rig.fake.finish("a", 0);
+    let lines = feed_lines(&rig, fh, &mut offset);
+    assert_eq!(words_in_order(&lines), ["a running", "a completed 0"]);
+    // Paused and resumed between two reads, by the driver or seen from outside.
+    rig.run("b", "sleep 1");
+    assert_eq!(
+        words_in_order(&feed_lines(&rig, fh, &mut offset)),
+        ["b running"]
+    );
+    let job = rig.fake.job("b");
+    let sent = job.pauses_sent();
+    assert!(job.observe_stopped(true, sent));
+    assert!(job.observe_stopped(false, sent));
+    let lines = feed_lines(&rig, fh, &mut offset);
+    assert_eq!(words_in_order(&lines), ["b paused", "b running"]);
+    // Twice more, then its end, all between two reads.
+    for _ in 0..2 {
+        assert!(job.observe_stopped(true, sent));
+        assert!(job.observe_stopped(false, sent));
+    }
+    rig.fake.finish("b", 3);
+    let lines = feed_lines(&rig, fh, &mut offset);
+    assert_eq!(
+        words_in_order(&lines),
+        [
+            "b paused",
+            "b running",
+            "b paused",
+            "b running",
+            "b error 3"
+        ]
+    );
+    assert_eq!(feed_lines(&rig, fh, &mut offset), Vec::<String>::new());
+    // A new open lists where each command stands, not how it got there.
+    let listing = rig.open_events(8);
+    let lines = feed_lines(&rig, listing, &mut 0);
+    assert_eq!(words_in_order(&lines), ["a completed 0", "b error 3"]);
+    rig.tree.release(listing);
+    // A name given to a new command between two reads: the old one's removal first.
+    rig.tree.rmdir(names::CMD, b"b").unwrap();
+    rig.run("b", "sleep 1");
+    assert_eq!(
+        words_in_order(&feed_lines(&rig, fh, &mut offset)),
+        ["b removed", "b running"]
+    );
     rig.tree.release(fh);
 }

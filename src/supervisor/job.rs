@@ -305,36 +305,76 @@ impl Life {
     }
 }
 
+/// How often a job's shell was paused and resumed, and when it last was: what
+/// `/events` needs to tell a reader that looked before and after them of each change.
+/// Pauses and resumes alternate, a pause first: `paused` is `resumed`, or one more
+/// while it is paused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Turns {
+    pub paused: u32,
+    pub resumed: u32,
+    pub last_paused: Option<SystemTime>,
+    pub last_resumed: Option<SystemTime>,
+}
+
+impl Turns {
+    /// Shows `shell` paused or not; a change is counted, with its time. Returns
+    /// whether it changed.
+    fn set(&mut self, shell: &mut Shell, paused: bool) -> bool {
+        if shell.paused == paused {
+            return false;
+        }
+        shell.paused = paused;
+        let now = Some(SystemTime::now());
+        if paused {
+            self.paused += 1;
+            self.last_paused = now;
+        } else {
+            self.resumed += 1;
+            self.last_resumed = now;
+        }
+        true
+    }
+}
+
 /// Where a command stands, in the few facts `/events` tells of it, read under the
 /// job's lock without copying its [`Life`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {
-    /// Its shell has not been reaped: since when it runs (None before its spawn), and
-    /// whether it is paused.
+    /// Its shell has not been reaped: since when it runs (None before its spawn),
+    /// whether it is paused, and its pauses and resumes so far.
     Running {
         since: Option<SystemTime>,
         paused: bool,
+        turns: Turns,
     },
     /// Its shell is over: whether it succeeded (see [`Life::outcome`]), its exit code
-    /// (None when its end was never seen) and when it finished.
+    /// (None when its end was never seen), when it finished, since when it had run
+    /// (None for a shell that never ran), and its pauses and resumes.
     Over {
         success: bool,
         code: Option<i32>,
         at: Option<SystemTime>,
+        since: Option<SystemTime>,
+        turns: Turns,
     },
 }
 
 impl Life {
-    pub fn standing(&self) -> Standing {
+    /// Where it stands, having been paused and resumed as `turns` says.
+    pub fn standing(&self, turns: Turns) -> Standing {
         match self.outcome() {
             Some(success) => Standing::Over {
                 success,
                 code: self.exit().map(|exit| exit.code),
                 at: self.finished_at(),
+                since: self.started_at().filter(|_| self.pid().is_some()),
+                turns,
             },
             None => Standing::Running {
                 since: self.started_at(),
                 paused: self.is_paused(),
+                turns,
             },
         }
     }
@@ -383,6 +423,8 @@ struct State {
     kill_grace: Duration,
     /// STOPs and CONTs the driver has sent (see [`Job::pauses_sent`]).
     pauses_sent: u64,
+    /// Its pauses and resumes, for `/events`.
+    turns: Turns,
 }
 
 pub struct Job {
@@ -495,6 +537,7 @@ impl Job {
                 open_pipes,
                 kill_grace: config.kill_grace,
                 pauses_sent: 0,
+                turns: Turns::default(),
             }),
         }
     }
@@ -586,6 +629,7 @@ impl Job {
                 open_pipes: 0,
                 kill_grace,
                 pauses_sent: 0,
+                turns: Turns::default(),
             }),
         };
         if interrupted {
@@ -731,7 +775,8 @@ impl Job {
 
     /// Where it stands, for `/events`, which asks it of every command on every read.
     pub fn standing(&self) -> Standing {
-        self.state.lock().life.standing()
+        let state = self.state.lock();
+        state.life.standing(state.turns)
     }
 
     pub(crate) fn kill_grace(&self) -> Duration {
@@ -908,12 +953,9 @@ impl Job {
         let mut paused = false;
         match &mut state.life {
             Life::Running { shell, .. } => {
-                let shell = Shell {
-                    paused: false,
-                    ..*shell
-                };
-                paused =
-                    std::mem::replace(&mut state.life, Life::Stopping { shell, why }).is_paused();
+                let mut shell = *shell;
+                paused = state.turns.set(&mut shell, false);
+                state.life = Life::Stopping { shell, why };
             }
             // The driver going away outranks any stop under way: the job is still
             // running when the driver stops, and is read back as such.
@@ -939,16 +981,14 @@ impl Job {
     /// the driver has sent no STOP or CONT since, which the look may predate. Returns
     /// whether that changed whether it shows as paused.
     pub(crate) fn observe_stopped(&self, stopped: bool, sent: u64) -> bool {
-        let mut state = self.state.lock();
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
         if state.pauses_sent != sent {
             return false;
         }
         match &mut state.life {
-            Life::Running { shell, .. } | Life::Stopping { shell, .. }
-                if shell.paused != stopped =>
-            {
-                shell.paused = stopped;
-                true
+            Life::Running { shell, .. } | Life::Stopping { shell, .. } => {
+                state.turns.set(shell, stopped)
             }
             _ => false,
         }
@@ -979,7 +1019,7 @@ impl Job {
             Life::Running { shell, .. } | Life::Stopping { shell, .. }
                 if matches!(signal, libc::SIGSTOP | libc::SIGCONT) =>
             {
-                shell.paused = signal == libc::SIGSTOP;
+                state.turns.set(shell, signal == libc::SIGSTOP);
                 state.pauses_sent += 1;
             }
             Life::Running { signalled, .. } => signalled.insert(signal),
@@ -1188,6 +1228,12 @@ mod tests {
     fn a_standing_holds_what_the_life_says_in_every_stage() {
         let started = UNIX_EPOCH + Duration::from_secs(1_000);
         let finished = started + Duration::from_secs(3);
+        let turns = Turns {
+            paused: 2,
+            resumed: 1,
+            last_paused: Some(started + Duration::from_secs(2)),
+            last_resumed: Some(started + Duration::from_secs(1)),
+        };
         let shell = |paused| Shell {
             pid: 41,
             started_at: started,
@@ -1211,11 +1257,14 @@ mod tests {
         let running = |paused| Standing::Running {
             since: Some(started),
             paused,
+            turns,
         };
         let over = |success, code| Standing::Over {
             success,
             code,
             at: Some(finished),
+            since: Some(started),
+            turns,
         };
         let kill = Stop::Kill("killed: SIGTERM written to its kill file".into());
         let cases = [
@@ -1224,6 +1273,7 @@ mod tests {
                 Standing::Running {
                     since: None,
                     paused: false,
+                    turns,
                 },
             ),
             (
@@ -1287,20 +1337,35 @@ mod tests {
             ),
         ];
         for (life, standing) in cases {
-            assert_eq!(life.standing(), standing, "{life:?}");
+            assert_eq!(life.standing(turns), standing, "{life:?}");
             // The same facts the life's own accessors give.
             match standing {
-                Standing::Running { since, paused } => {
+                Standing::Running { since, paused, .. } => {
                     assert_eq!(life.outcome(), None);
                     assert_eq!((since, paused), (life.started_at(), life.is_paused()));
                 }
-                Standing::Over { success, code, at } => {
+                Standing::Over {
+                    success, code, at, ..
+                } => {
                     assert_eq!(Some(success), life.outcome());
                     assert_eq!(code, life.exit().map(|exit| exit.code));
                     assert_eq!(at, life.finished_at());
                 }
             }
         }
+        // A shell that never ran has no start to tell of.
+        let never = Life::Done(Done {
+            pid: None,
+            started_at: Some(started),
+            finished_at: Some(started),
+            duration: Some(Duration::ZERO),
+            exit: Some(Exit::never_ran()),
+            end: End::NotStarted("no such shell".into()),
+        });
+        assert!(matches!(
+            never.standing(turns),
+            Standing::Over { since: None, .. }
+        ));
     }
 
     #[test]
@@ -1393,6 +1458,12 @@ mod tests {
             "a reaped shell is not paused"
         );
         assert!(!job.life().is_paused());
+        // Each change was counted once, whoever made it, the stop's CONT included.
+        let Standing::Over { turns, .. } = job.standing() else {
+            panic!("reaped: {:?}", job.standing());
+        };
+        assert_eq!((turns.paused, turns.resumed), (3, 3), "{turns:?}");
+        assert!(turns.last_paused.is_some() && turns.last_paused <= turns.last_resumed);
     }
 
     #[test]

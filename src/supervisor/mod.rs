@@ -30,7 +30,7 @@ pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
 use job::Stop;
-pub use job::{Job, JobSnapshot, Standing, Stream, StreamBytes};
+pub use job::{Job, JobSnapshot, Standing, Stream, StreamBytes, Turns};
 pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
