@@ -56,6 +56,58 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 const SHARED_CHILD_STACK: usize = 256 * 1024;
 
+/// A child stack kept for the next fork: one child uses it at a time (its parent is
+/// suspended until the exec), so mapping, guarding and unmapping a fresh one for every
+/// command is work spent on the way to each start. Taken by a swap, so two threads
+/// forking at once never share one.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+static SPARE_STACK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The spare child stack, or a new one (None if none can be mapped).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn take_child_stack() -> Option<*mut libc::c_void> {
+    let spare = SPARE_STACK.swap(0, std::sync::atomic::Ordering::AcqRel);
+    if spare != 0 {
+        return Some(spare as *mut libc::c_void);
+    }
+    // SAFETY: a new private anonymous mapping; its lowest page becomes a guard, so an
+    // overflow faults instead of writing over other memory.
+    unsafe {
+        let stack = libc::mmap(
+            std::ptr::null_mut(),
+            SHARED_CHILD_STACK,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        );
+        if stack == libc::MAP_FAILED {
+            return None;
+        }
+        libc::mprotect(
+            stack,
+            libc::sysconf(libc::_SC_PAGESIZE) as usize,
+            libc::PROT_NONE,
+        );
+        Some(stack)
+    }
+}
+
+/// Keeps a stack no child uses any more for the next fork; unmaps it if one is kept.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn give_back_child_stack(stack: *mut libc::c_void) {
+    let kept = SPARE_STACK.compare_exchange(
+        0,
+        stack as usize,
+        std::sync::atomic::Ordering::AcqRel,
+        std::sync::atomic::Ordering::Acquire,
+    );
+    if kept.is_err() {
+        // SAFETY: our own mapping, which no child runs on any more.
+        unsafe { libc::munmap(stack, SHARED_CHILD_STACK) };
+    }
+}
+
 /// What a child that shares its parent's memory needs: it finds it on the parent's
 /// stack, which stays as it is while the parent is suspended until the exec.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -599,23 +651,7 @@ impl Prepared {
         default_action: &libc::sigaction,
         (argv, envp): (&[*const libc::c_char], &[*const libc::c_char]),
     ) -> Option<std::io::Result<(i32, bool)>> {
-        let stack = libc::mmap(
-            std::ptr::null_mut(),
-            SHARED_CHILD_STACK,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-            -1,
-            0,
-        );
-        if stack == libc::MAP_FAILED {
-            return None;
-        }
-        // A guard page: an overflow faults instead of writing over other memory.
-        libc::mprotect(
-            stack,
-            libc::sysconf(libc::_SC_PAGESIZE) as usize,
-            libc::PROT_NONE,
-        );
+        let stack = take_child_stack()?;
         let mut launch = Launch {
             prepared: self,
             parent: me,
@@ -645,7 +681,8 @@ impl Prepared {
             }
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        libc::munmap(stack, SHARED_CHILD_STACK);
+        // Every child that ran on it has exec'd or exited (CLONE_VFORK).
+        give_back_child_stack(stack);
         forked
     }
 

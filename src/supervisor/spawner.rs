@@ -516,6 +516,9 @@ pub fn serve() -> i32 {
     let Ok((wake_read, wake_write)) = super::pump::make_status_pipe() else {
         return 1;
     };
+    // The stdin of every command that has none of its own, opened once rather than by
+    // each child on its way to its exec.
+    let dev_null = std::fs::File::open("/dev/null").ok();
     super::pump::set_nonblocking(wake_write.as_raw_fd());
     CHILD_PIPE.store(wake_write.as_raw_fd(), std::sync::atomic::Ordering::Relaxed);
     // Every disposition default but the two set here, so that a child has only those
@@ -565,6 +568,9 @@ pub fn serve() -> i32 {
                 Some((mut prepared, _keep)) => {
                     prepared.adopt = true;
                     prepared.resets = Resets::Only(&OWN_SIGNALS);
+                    if prepared.stdin.is_none() {
+                        prepared.stdin = dev_null.as_ref().map(|file| file.as_raw_fd());
+                    }
                     match prepared.fork() {
                         Ok(forked) => forked,
                         Err(error) => (-error.raw_os_error().unwrap_or(libc::EIO), false),
