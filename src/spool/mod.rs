@@ -566,8 +566,8 @@ impl Retries {
 
 /// Something the worker does off every lock.
 enum Task {
-    /// A new store whose first files are due at that instant.
-    Defer(Weak<Store>, Instant),
+    /// Nothing but a look at the stores whose first files wait (`Shared::deferred`).
+    Look,
     /// A store's first files are needed now (its output begins).
     First(Arc<Store>),
     /// The files of a store let go before the worker wrote them: its command, when
@@ -614,6 +614,10 @@ struct Shared {
     /// reservation refused for room is tried again only once this has moved.
     freed: AtomicU64,
     tasks: crossbeam_channel::Sender<Task>,
+    /// New stores whose first files wait, with when they are due, in that order. Not a
+    /// task: the worker looks at least every [`capture::CHECKPOINT`], so a store due no
+    /// sooner needs no wake-up, and a start does not wake the worker for nothing.
+    deferred: Mutex<VecDeque<(Instant, Weak<Store>)>>,
     log: fn(&str),
 }
 
@@ -677,6 +681,7 @@ impl Spool {
             }),
             freed: AtomicU64::new(0),
             tasks,
+            deferred: Mutex::new(VecDeque::new()),
             log,
         });
         let registry = Arc::downgrade(&shared);
@@ -769,8 +774,15 @@ impl Spool {
     fn unwritten_store(&self, name: &str, text: &[u8], finished: bool) -> Arc<Store> {
         let store = self.new_store(self.fresh_dir(name), 0, finished, now_ms(), in_record(text));
         *store.unwritten.lock() = Some(text.to_vec());
-        let due = Instant::now() + self.first_write_delay;
-        self.shared.send(Task::Defer(Arc::downgrade(&store), due));
+        // The time is taken under the lock, so the list stays in the order it is due.
+        self.shared.deferred.lock().push_back((
+            Instant::now() + self.first_write_delay,
+            Arc::downgrade(&store),
+        ));
+        if self.first_write_delay < capture::CHECKPOINT {
+            // The worker may sleep past it.
+            self.shared.send(Task::Look);
+        }
         store
     }
 
@@ -1174,6 +1186,7 @@ fn work(
     let mut waiting: VecDeque<(Instant, Weak<Store>)> = VecDeque::new();
     let mut retries = Retries::default();
     loop {
+        take_deferred(&shared, &mut waiting);
         let soonest = [waiting.front().map(|(due, _)| *due), retries.due()]
             .into_iter()
             .flatten()
@@ -1187,6 +1200,8 @@ fn work(
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => None,
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
         };
+        // Those made before the task was sent, so that a barrier finds them.
+        take_deferred(&shared, &mut waiting);
         if swept.elapsed() >= capture::CHECKPOINT {
             swept = Instant::now();
             if let Some(shared) = shared.upgrade() {
@@ -1211,7 +1226,7 @@ fn work(
             continue;
         };
         match task {
-            Task::Defer(store, due) => waiting.push_back((due, store)),
+            Task::Look => {}
             Task::First(store) => write_first(&store, &mut retries, log),
             Task::Left {
                 dir,
@@ -1289,6 +1304,13 @@ fn work(
 /// written already; a store gone by then gets none. Only the worker calls it: a record
 /// saved meanwhile either is the one taken here or finds none waiting and asks for its
 /// own write. What cannot be written is left to `retries`.
+/// Moves the new stores whose first files wait into the worker's own list.
+fn take_deferred(shared: &Weak<Shared>, waiting: &mut VecDeque<(Instant, Weak<Store>)>) {
+    if let Some(shared) = shared.upgrade() {
+        waiting.extend(shared.deferred.lock().drain(..));
+    }
+}
+
 fn write_first(store: &Arc<Store>, retries: &mut Retries, log: fn(&str)) {
     let Some(command) = store.unwritten.lock().take() else {
         return;
