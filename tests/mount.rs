@@ -240,6 +240,39 @@ fn unmount_stops_a_live_driver() {
     assert!(!said.contains("abort"), "{said}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_driver_whose_mount_was_detached_does_not_unmount_it_again() {
+    let mut mount = Mount::start();
+    // A file held open keeps the connection, and so the session, after the detach.
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg("exec 3< \"$1\"; exec sleep 60")
+        .arg("sh")
+        .arg(mount.p("index.md"))
+        .spawn()
+        .unwrap();
+    let held = wait_until(Duration::from_secs(10), || {
+        std::fs::read_dir(format!("/proc/{}/fd", holder.id())).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|to| to.ends_with("index.md")))
+        })
+    });
+    let said = unmount_within_a_minute(&mount.path, &["--kill-grace", "1s"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(held, "the holder never opened index.md");
+    assert!(said.contains("unmounted"), "{said}");
+    let status = mount
+        .wait_exit(Duration::from_secs(30))
+        .expect("the driver exits once its mount is detached");
+    assert_eq!(status.code(), Some(0));
+    let log = mount.log();
+    assert!(log.contains("the mount was detached"), "{log}");
+    assert!(!log.contains("unmount was refused"), "{log}");
+    assert!(!log.contains("cannot unmount"), "{log}");
+}
+
 /// Sends SIGCONT to a driver stopped on purpose when dropped (before its `Mount`), and
 /// SIGKILLs the readers it holds, so a failing test leaves nothing stopped or blocked.
 #[cfg(target_os = "linux")]
