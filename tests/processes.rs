@@ -338,6 +338,7 @@ fn kill_words_in_any_case_and_any_number_send_that_signal_and_it_runs_on() {
         ("sighup\n", "HUP"),
         ("SigQuit\n", "QUIT"),
         ("WINCH\n", "WINCH"),
+        ("-INT\n", "INT"),
         ("usr1\n", "USR1"),
         (&format!("{usr2}\n"), "USR2"),
         (&alrm, "ALRM"),

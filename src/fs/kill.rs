@@ -160,6 +160,9 @@ mod tests {
             (b"STOP\n", vec![Signal(libc::SIGSTOP)]),
             (b"SIGSTOP\n", vec![Signal(libc::SIGSTOP)]),
             (b"sigstop\n", vec![Signal(libc::SIGSTOP)]),
+            // As kill(1) spells them.
+            (b"-9\n", vec![Signal(libc::SIGKILL)]),
+            (b"-INT\n", vec![Signal(libc::SIGINT)]),
             (b"stop\n", vec![Stop]),
             (b"Stop\n", vec![Stop]),
             (b" stop\r\n", vec![Stop]),
@@ -179,7 +182,7 @@ mod tests {
             (b"frob\n", vec![unknown("frob")]),
             (b"SIGFOO\n", vec![unknown("SIGFOO")]),
             (b"0\n", vec![unknown("0")]),
-            (b"-9\n", vec![unknown("-9")]),
+            (b"--9\n", vec![unknown("--9")]),
             (b"999\n", vec![unknown("999")]),
             (b"INT TERM\n", vec![unknown("INT TERM")]),
             (

@@ -69,8 +69,13 @@ pub fn highest() -> i32 {
 
 /// The signal a word names: a name in any case, with or without `SIG` (`int`,
 /// `SigInt`, `SIGINT`), `RTMIN`, `RTMIN+3`, `RTMAX-1` on Linux, or a number from 1 to
-/// [`highest`]. None for anything else; the word is taken as it is, untrimmed.
+/// [`highest`], each also as `kill(1)` spells it after one dash (`-9`, `-INT`). None
+/// for anything else; the word is taken as it is, untrimmed.
 pub fn named(word: &str) -> Option<i32> {
+    let word = match word.strip_prefix('-') {
+        Some(rest) if !rest.starts_with('-') => rest,
+        _ => word,
+    };
     if !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()) {
         return word
             .parse::<i32>()
@@ -159,6 +164,9 @@ mod tests {
             ("14", libc::SIGALRM),
             ("28", 28),
             ("1", libc::SIGHUP),
+            ("-9", libc::SIGKILL),
+            ("-int", libc::SIGINT),
+            ("-SIGTERM", libc::SIGTERM),
         ] {
             assert_eq!(named(word), Some(signal), "{word}");
         }
@@ -179,7 +187,11 @@ mod tests {
             "",
             "0",
             "00",
-            "-9",
+            "-",
+            "--9",
+            "--INT",
+            "-0",
+            "- 9",
             "+2",
             &beyond,
             "99999999999",
