@@ -468,7 +468,10 @@ pub fn skill(site: &Site) -> String {
          busy mount (so `grep -r` over the mount ends; `tail -f` goes on past that end), so \
          wait in a loop. A reader that only polls the size (`fstat`) without reading sees \
          it stop growing once 256 KiB of lines wait unread; its next read goes on with one \
-         line per change since, and nothing already made is dropped:\n\n\
+         line per change since, and nothing already made is dropped. A program that reads \
+         to the end before it prints (`head`, `wc`, a `tail -n +1 -f` whose output is \
+         piped) shows nothing until the feed ends; `grep -m1` and `tail -f` print as lines \
+         come:\n\n\
          ```sh\n\
          echo 'sleep 2; echo fast' > {m}/ctl/fast\n\
          echo 'sleep 300' > {m}/ctl/slow\n\
