@@ -59,7 +59,8 @@ pub struct Mount {
     pub path: PathBuf,
     pub settings: PathBuf,
     pub state: PathBuf,
-    /// The driver's `--state-dir` (unless a test passes its own).
+    /// The driver's `--state-dir`: the one a test passed to the latest start, or the
+    /// mount's own.
     pub spool: PathBuf,
     child: Option<Child>,
     /// Everything the driver logged so far.
@@ -134,8 +135,13 @@ impl Mount {
         if !args.contains(&"--cwd") {
             command.arg("--cwd").arg(self.dir.path());
         }
-        if !args.contains(&"--state-dir") {
-            command.arg("--state-dir").arg(&self.spool);
+        match args.iter().position(|arg| *arg == "--state-dir") {
+            Some(at) => {
+                self.spool = PathBuf::from(args.get(at + 1).expect("--state-dir takes a directory"))
+            }
+            None => {
+                command.arg("--state-dir").arg(&self.spool);
+            }
         }
         command
             .arg("--path")
