@@ -443,6 +443,13 @@ impl Capture {
                 .mode(0o700)
                 .create(dir)
                 .and_then(|()| Files::open(dir, true))
+                // The header goes first: a record or byte written before it would leave
+                // zeros where a restart (after a crash or a stop before output ended)
+                // reads the counts, and the command would be skipped as damaged.
+                .and_then(|files| {
+                    files.index.write_all_at(&self.header.encode(), 0)?;
+                    Ok(files)
+                })
                 .map_err(|e| Refusal::Failed(write_failure(&e)));
             // The command and its record follow the directory at once: a crash must not
             // find output without them for longer than the worker takes to write them.

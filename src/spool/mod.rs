@@ -825,7 +825,8 @@ impl Spool {
     }
 
     /// Waits until the worker has done everything asked of it so far, and written
-    /// every first file that was waiting.
+    /// every first file that was waiting and every header a capture left for it (a
+    /// command stopped at shutdown may not have ended its output yet).
     pub fn sync(&self) {
         let (done, wait) = crossbeam_channel::bounded(1);
         self.shared.send(Task::Barrier(done));
@@ -1286,6 +1287,9 @@ fn work(
                     if let Some(store) = store.upgrade() {
                         write_first(&store, &mut retries, log);
                     }
+                }
+                if let Some(shared) = shared.upgrade() {
+                    write_pending_headers(&shared);
                 }
                 if retries.due().is_some() {
                     retries.retry(log);

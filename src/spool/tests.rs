@@ -449,6 +449,39 @@ fn damaged_commands_are_skipped_not_fatal() {
 }
 
 #[test]
+fn output_that_never_ended_comes_back_after_a_stop_or_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let spool = spool_in(&state, 1 << 20, u64::MAX);
+    // A command stopped or lost while it ran: its capture is never sealed, and its
+    // first bytes came well within a checkpoint interval.
+    let mut capture = spool.capture("later", b"echo x; exec sleep 300");
+    capture.append(Stream::Stdout, b"x\n");
+    let running = capture.store().dir().to_path_buf();
+    // A crash now finds a header (its counts may lag), never one the index lacks.
+    assert!(
+        matches!(read_header(&running), Ok(Some(_))),
+        "{:?}",
+        read_header(&running)
+    );
+    capture.append(Stream::Stderr, b"y\n");
+    spool.save(
+        capture.store(),
+        &serde_json::json!({"name": "later", "exit": null}),
+    );
+    // A stop: the driver syncs the spool and exits; the header is the newest.
+    spool.sync();
+    let header = read_header(&running).unwrap().expect("a header");
+    assert_eq!((header.stdout.end, header.stderr.end), (2, 2));
+    let again = spool_in(&state, 1 << 20, u64::MAX);
+    let restored = again.restore();
+    assert_eq!(restored.len(), 1);
+    let back = restored[0].capture.as_ref().expect("its output");
+    assert_eq!(read_all(back, Stream::Output), b"x\ny\n");
+    drop(capture);
+}
+
+#[test]
 fn removing_a_command_deletes_its_files_once_unused() {
     let dir = tempfile::tempdir().unwrap();
     let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);

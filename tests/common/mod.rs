@@ -254,7 +254,7 @@ impl Mount {
 
     pub fn read(&self, relative: &str) -> String {
         std::fs::read_to_string(self.p(relative))
-            .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+            .unwrap_or_else(|e| panic!("cannot read {relative}: {e}\n{}", self.log()))
     }
 
     /// Writes a command and waits for it to stop; returns the `wait` answer.
