@@ -427,8 +427,11 @@ pub fn build(tree: Arc<Tree>, wakes: Wakes, receiver: Receiver<Wake>) -> Parts {
 /// The tree's clock and its queued spawns, off the request and waker threads.
 fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
     let mut last_tick = Instant::now();
+    let mut more = false;
     loop {
-        match ticks.recv_timeout(TICK) {
+        // Spawns left by a long queue go on at once, after the clock's tick.
+        let wait = if more { Duration::ZERO } else { TICK };
+        match ticks.recv_timeout(wait) {
             Ok(Tick::Stop) => return,
             Ok(Tick::Start) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
@@ -437,7 +440,7 @@ fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
             last_tick = Instant::now();
             tree.tick();
         }
-        tree.start_pending();
+        more = tree.start_until(Some(last_tick + TICK));
     }
 }
 

@@ -750,8 +750,10 @@ fn a_command_looked_for_starts_ahead_of_a_burst_queued_before_it() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{} (4: ctl/q1999 was still there after 60 s) {stdout}{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        mount.log()
     );
     assert!(
         stdout == "running\n" || stdout == "completed\n",

@@ -521,7 +521,7 @@ impl Tree {
     }
 
     /// Starts a decided draft: it leaves `ctl/` and appears under `cmd/` at once, as
-    /// a command whose spawn is queued (see [`Tree::start_pending`]). One under a
+    /// a command whose spawn is queued (see [`Tree::start_until`]). One under a
     /// temporary name does not start.
     pub(super) fn start_draft(&self, state: &mut State, effects: &mut Effects, id: u64) {
         if !matches!(

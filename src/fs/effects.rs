@@ -3,7 +3,7 @@
 //! lock is released, so no request waits behind a fork, a signal, a cgroup write or
 //! an audit line of another.
 //!
-//! Spawns are queued in the state and run by [`Tree::start_pending`], on a thread of
+//! Spawns are queued in the state and run by [`Tree::start_until`], on a thread of
 //! the caller's choosing that serves no request of the mount (a start may open its
 //! stderr file through it); a command waiting for its spawn is [`Run::Starting`] and
 //! lookups under it are answered once its job exists.
@@ -14,6 +14,7 @@ use crate::supervisor::capture::{Access, Caller};
 use crate::supervisor::{Job, SpawnRequest, Supervisor};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Starts and stops commands for the tree. The supervisor is the real one; tests of
 /// the tree use a fake that records what it was asked.
@@ -99,7 +100,7 @@ impl Spawner for Supervisor {
 pub struct Hooks {
     /// Something a parked lookup may be waiting for happened (a decision, a spawn).
     pub changed: Box<dyn Fn() + Send + Sync>,
-    /// Spawns were queued, or a draft came or went: call [`Tree::start_pending`] soon,
+    /// Spawns were queued, or a draft came or went: call [`Tree::start_until`] soon,
     /// off the request thread.
     pub start_wanted: Box<dyn Fn() + Send + Sync>,
 }
@@ -190,16 +191,26 @@ impl Tree {
         let _ = self.hooks.set(hooks);
     }
 
-    /// Runs every queued spawn, one at a time and each outside the lock, then gives
-    /// each job to its command (or stops it, if its directory went meanwhile).
+    /// Runs every queued spawn (see [`Tree::start_until`]).
+    #[cfg(test)]
     pub fn start_pending(&self) {
+        self.start_until(None);
+    }
+
+    /// Runs queued spawns, one at a time and each outside the lock, and gives each job
+    /// to its command (or stops it, if its directory went meanwhile), until the queue
+    /// is empty or, after one spawn at least, `until` has passed. Returns whether
+    /// spawns are left: a long queue gives way to the clock (drafts whose settle time
+    /// is over leave `ctl/` at its tick), then goes on.
+    pub fn start_until(&self, until: Option<Instant>) -> bool {
         loop {
             let (next, coming) = {
                 let mut state = self.state.lock();
                 (state.starts.pop_front(), state.drafts_coming())
             };
             let Some((id, request)) = next else {
-                return self.spawner.prepare(coming);
+                self.spawner.prepare(coming);
+                return false;
             };
             let (name, text) = (request.name.clone(), request.text.clone());
             let job = self.spawner.spawn(request);
@@ -227,6 +238,9 @@ impl Tree {
             });
             // After the lookups parked for it have their answer.
             self.record("ran", &name, &text, None, None);
+            if until.is_some_and(|until| Instant::now() >= until) {
+                return !self.state.lock().starts.is_empty();
+            }
         }
     }
 

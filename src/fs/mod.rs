@@ -343,7 +343,7 @@ impl Tree {
 
     /// Periodic work: start commands whose settle time is over, free abandoned drafts,
     /// and remove stopped commands nobody has looked at for their keep time. It only
-    /// decides; the spawns it queues run in [`Tree::start_pending`].
+    /// decides; the spawns it queues run in [`Tree::start_until`].
     pub fn tick(&self) {
         let inputs = self.locked(|state, effects| {
             self.tick_locked(state, effects);

@@ -642,6 +642,29 @@ fn a_lookup_racing_the_last_close_waits_for_it() {
 }
 
 #[test]
+fn a_long_queue_of_spawns_gives_way_to_the_clock() {
+    // Settled at once: each tick starts what is due.
+    let rig = Rig::with(Duration::ZERO, Duration::from_secs(3600));
+    for name in ["a", "b", "c"] {
+        rig.submit(name, "true").expect("accepted");
+    }
+    rig.tree.tick();
+    // One spawn at least each time; past the deadline the rest wait for the next call.
+    assert!(rig.tree.start_until(Some(Instant::now())));
+    assert_eq!(rig.fake.spawns(), 1);
+    // A draft written meanwhile leaves ctl/ at the tick between two calls.
+    rig.submit("d", "true").expect("accepted");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CTL, "d")), libc::ENOENT);
+    assert!(rig.tree.start_until(Some(Instant::now())));
+    assert_eq!(rig.fake.spawns(), 2);
+    assert!(!rig.tree.start_until(None), "nothing left");
+    assert_eq!(rig.fake.spawns(), 4);
+    assert!(!rig.tree.start_until(Some(Instant::now())));
+    assert_eq!(rig.fake.spawns(), 4);
+}
+
+#[test]
 fn a_started_command_appears_at_once_and_lookups_wait_for_its_spawn() {
     let rig = Rig::new();
     rig.submit("x", "sleep 1").expect("taken");
