@@ -177,10 +177,12 @@ fn stderr_reopened_through_dev_stderr_is_captured_in_order() {
     mount.run(
         "reopen",
         "echo a; echo b > /dev/stderr; echo c; echo d >> /dev/stderr; \
-         awk 'BEGIN { print \"e\" > \"/dev/stderr\" }'; echo f; ls -l /proc/self/fd/2 >/dev/null",
+         awk 'BEGIN { print \"e\" > \"/dev/stderr\" }'; echo f; ls -l /proc/self/fd/2 >/dev/null; \
+         setsid -w sh -c 'echo g > /dev/stderr'",
     );
-    assert_eq!(mount.read("cmd/reopen/output"), "a\nb\nc\nd\ne\nf\n");
-    assert_eq!(mount.read("cmd/reopen/stderr"), "b\nd\ne\n");
+    // A process of the command that left its session (setsid) reopens it too.
+    assert_eq!(mount.read("cmd/reopen/output"), "a\nb\nc\nd\ne\nf\ng\n");
+    assert_eq!(mount.read("cmd/reopen/stderr"), "b\nd\ne\ng\n");
     // The stderr file is listed nowhere.
     let root: Vec<String> = std::fs::read_dir(&mount.path)
         .unwrap()

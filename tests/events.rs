@@ -250,7 +250,11 @@ fn tail_f_goes_on_past_every_end_of_the_stream() {
 /// command that stops itself) shows in `status` and `/events` as well.
 #[test]
 fn stops_and_continues_from_outside_the_kill_file_show() {
-    let mount = Mount::with_args(&["--wait-timeout", "20s"]);
+    // The feed must not end while the test runs (it ends --wait-timeout after it
+    // began, and a read after that begins with a fresh list, which tells a command
+    // already paused as paused alone): on a loaded machine the steps below can take
+    // longer than 20 s.
+    let mount = Mount::with_args(&["--wait-timeout", "300s"]);
     let lines = reader(&mount);
     let signal = |pid: i32, signal: i32| {
         // SAFETY: a signal to the shell of a command this test started.

@@ -2,6 +2,7 @@
 //! has done so far.
 //!
 //! Each line is a signal's name in any case, with or without `SIG`, or its number,
+//! either after one dash as `kill(1)` takes them (`-9`, `-INT`, `-stop` is SIGSTOP),
 //! surrounding whitespace ignored; the signals go out in the order written. `stop`
 //! (in any case but all upper case, which is SIGSTOP) and any word that names no
 //! signal stop the command: SIGTERM, then SIGKILL after the grace. Blank lines say
@@ -163,6 +164,7 @@ mod tests {
             // As kill(1) spells them.
             (b"-9\n", vec![Signal(libc::SIGKILL)]),
             (b"-INT\n", vec![Signal(libc::SIGINT)]),
+            (b"-stop\n", vec![Signal(libc::SIGSTOP)]),
             (b"stop\n", vec![Stop]),
             (b"Stop\n", vec![Stop]),
             (b" stop\r\n", vec![Stop]),

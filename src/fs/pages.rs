@@ -425,8 +425,8 @@ pub fn skill(site: &Site) -> String {
          `USR2`, `ALRM`, `WINCH`, `CONT` and every other signal the system has work the same \
          way, and so does any signal number (on Linux the real-time ones too, such as `34` \
          or `RTMIN+2`), each also after a dash, as in `kill -9` (`-9`, `-INT`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`; `stop` in lower case is the stop \
-         above. A stop or continue from elsewhere \
+         `paused`, `wait` keeps waiting) until `CONT`; `stop` in any other case is the \
+         stop above. A stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
          written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
          command that has stopped does nothing. A shell that is just starting a program \
@@ -469,8 +469,8 @@ pub fn skill(site: &Site) -> String {
          wait in a loop. A reader that only polls the size (`fstat`) without reading sees \
          it stop growing once 256 KiB of lines wait unread; its next read goes on with one \
          line per change since, and nothing already made is dropped. A program that reads \
-         to the end before it prints (`head`, `wc`, a `tail -n +1 -f` whose output is \
-         piped) shows nothing until the feed ends; `grep -m1` and `tail -f` print as lines \
+         to the end before it prints (`wc`, a `tail -n +1 -f` whose output is piped, \
+         `head` until it has its lines) shows nothing until the feed ends; `grep -m1` and `tail -f` print as lines \
          come:\n\n\
          ```sh\n\
          echo 'sleep 2; echo fast' > {m}/ctl/fast\n\

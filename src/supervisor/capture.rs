@@ -200,8 +200,20 @@ impl Registry {
                 }
             }
         };
-        // The job's lock and a system call, with no lock of the registry held.
-        if !captured.admits(caller, &self.forkers) {
+        // While its start is under way, the shells of the other commands, which are
+        // children of the same forkers: their processes must not pass for this one's.
+        let others: Vec<i32> = if captured.job.life().pid().is_none() {
+            let captures: Vec<Arc<Capture>> = self.captures.read().values().cloned().collect();
+            captures
+                .iter()
+                .filter(|other| other.job.id() != id)
+                .filter_map(|other| other.job.life().pid())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // The job's lock and system calls, with no lock of the registry held.
+        if !captured.admits(caller, &self.forkers, &others) {
             return Access::Refused;
         }
         match self.captures.read().get(&id) {
@@ -327,12 +339,14 @@ impl Capture {
     }
 
     /// Whether `caller` may reopen the stderr file (`/dev/stderr`, through
-    /// `/proc/<pid>/fd/2`): only a process of the command's session, which its shell
-    /// leads. While its start is under way (the shell may run, and reopen, before the
-    /// fork's answer gives its pid), a process of a session led by a child of one of
-    /// `forkers` (the driver, its spawner). Anyone else who reaches the file (another
-    /// process's descriptors in `/proc`) is refused.
-    fn admits(&self, caller: Caller, forkers: &[i32]) -> bool {
+    /// `/proc/<pid>/fd/2`): only a process of the command, of the session its shell
+    /// leads or descended from its shell (one that left the session with `setsid`).
+    /// While its start is under way (the shell may run, and reopen, before the fork's
+    /// answer gives its pid), a process of a session led by a child of one of
+    /// `forkers` (the driver, its spawner) that is none of the `others` (the other
+    /// commands' shells). Anyone else who reaches the file (another process's
+    /// descriptors in `/proc`) is refused.
+    fn admits(&self, caller: Caller, forkers: &[i32], others: &[i32]) -> bool {
         // A caller of pid 0 comes from another pid namespace; getsid(0) would be ours.
         let Ok(caller) = libc::pid_t::try_from(caller) else {
             return false;
@@ -347,8 +361,11 @@ impl Capture {
             return false;
         }
         match self.job.life().pid() {
-            Some(shell) => session == shell,
-            None => super::pump::parent_of(session).is_some_and(|p| forkers.contains(&p)),
+            Some(shell) => session == shell || descends_from(caller, shell),
+            None => {
+                !others.contains(&session)
+                    && super::pump::parent_of(session).is_some_and(|p| forkers.contains(&p))
+            }
         }
     }
 
@@ -383,6 +400,20 @@ impl Capture {
             self.job.pipe_closed();
         }
     }
+}
+
+/// Whether `ancestor` is among the parents of `pid`, looking at most 64 generations
+/// up: a process orphaned on the way (re-parented to init or a subreaper) is not.
+fn descends_from(pid: libc::pid_t, ancestor: libc::pid_t) -> bool {
+    let mut at = pid;
+    for _ in 0..64 {
+        match super::pump::parent_of(at) {
+            Some(parent) if parent == ancestor => return true,
+            Some(parent) if parent > 1 && parent != at => at = parent,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Bytes waiting in a pipe.
