@@ -328,6 +328,27 @@ fn sd_notify(state: &str) {
     let _ = sender.send_to(state.as_bytes(), Path::new(&socket));
 }
 
+/// Why a serving driver stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The FUSE session ended (the mount went away).
+    SessionEnded,
+    /// The mount left the namespace while a file of it kept the connection.
+    Detached,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal(i32),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::SessionEnded => f.write_str("the mount went away"),
+            Stop::Detached => f.write_str("the mount was detached"),
+            Stop::Signal(signal) => f.write_str(&crate::supervisor::signals::name(*signal)),
+        }
+    }
+}
+
 fn block_signals() -> libc::sigset_t {
     // SAFETY: building a signal set and changing this thread's mask; threads spawned
     // later inherit it, so the signals reach only the sigtimedwait below. Children get
@@ -631,29 +652,20 @@ fn serve(
         let _ = pipe.write_all(b"ready\n");
     }
 
-    let mut cause = "the mount went away";
     let mut listed = false;
-    let mut gone = false;
-    loop {
+    let cause = loop {
         if session_thread.is_finished() {
-            break;
+            break Stop::SessionEnded;
         }
         // A lazy unmount (`--unmount`, `umount -l`) takes the tree out of the namespace
         // while a command's stderr file keeps the connection open: that is a stop too.
         if detached(&config.path, &mount_point, &mut listed) {
-            cause = "the mount was detached";
-            gone = true;
-            break;
+            break Stop::Detached;
         }
         if let Some(signal) = wait_signal(&signals, Duration::from_millis(200)) {
-            cause = match signal {
-                libc::SIGINT => "SIGINT",
-                libc::SIGHUP => "SIGHUP",
-                _ => "SIGTERM",
-            };
-            break;
+            break Stop::Signal(signal);
         }
-    }
+    };
     // Closing first: a start racing this (a settle time running out, a lookup) either
     // is counted here or does not happen.
     let running = supervisor.close();
@@ -666,7 +678,7 @@ fn serve(
     policy.stop();
     let _ = reloader.join();
     // A detached mount has nothing left to unmount: trying only logs a refusal.
-    if !gone && !session_thread.is_finished() {
+    if cause != Stop::Detached && !session_thread.is_finished() {
         if let Err(e) = unmounter.unmount() {
             log(&format!("unmount was refused ({e}); detaching lazily"));
             if let Err(e) = detach(&config.path) {
