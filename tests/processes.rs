@@ -322,6 +322,20 @@ fn got(mount: &Mount, name: &str, signal: &str) -> usize {
         .count()
 }
 
+/// Does `write` to the kill file of the LISTENER `ears`, `written` being what it
+/// writes, and sees the trap of `signal` run once more while it goes on running.
+fn hears(mount: &Mount, signal: &str, written: &str, write: impl FnOnce()) {
+    let before = got(mount, "ears", signal);
+    write();
+    assert!(
+        wait_until(Duration::from_secs(30), || got(mount, "ears", signal)
+            > before),
+        "{written:?} did not reach the trap of {signal}: {:?}",
+        mount.read("cmd/ears/stdout")
+    );
+    assert_eq!(mount.read("cmd/ears/status"), "running\n", "{written:?}");
+}
+
 /// Signal names in any case, with or without SIG, and any signal number reach a
 /// command that traps them, and it goes on running: `int` is Ctrl-C, not a stop.
 #[test]
@@ -343,20 +357,43 @@ fn kill_words_in_any_case_and_any_number_send_that_signal_and_it_runs_on() {
         (&format!("{usr2}\n"), "USR2"),
         (&alrm, "ALRM"),
     ] {
-        let before = got(&mount, "ears", signal);
-        std::fs::write(mount.p("cmd/ears/kill"), written).unwrap();
-        assert!(
-            wait_until(Duration::from_secs(30), || got(&mount, "ears", signal)
-                > before),
-            "{written:?} did not reach the trap of {signal}: {:?}",
-            mount.read("cmd/ears/stdout")
-        );
-        assert_eq!(mount.read("cmd/ears/status"), "running\n", "{written:?}");
+        hears(&mount, signal, written, || {
+            std::fs::write(mount.p("cmd/ears/kill"), written).unwrap()
+        });
     }
     assert_eq!(got(&mount, "ears", "TERM"), 0, "nothing was a stop");
     mount.ok("echo stop > $M/cmd/ears/kill");
     assert_eq!(mount.wait("ears"), "error\n");
     assert_eq!(got(&mount, "ears", "TERM"), 1);
+}
+
+/// kill(1)'s option before a signal (`-s INT`, `--signal HUP`, `-n <number>`)
+/// names it: the command's traps run and it goes on running, where a line taken for
+/// a word that names no signal would have stopped it.
+#[test]
+fn kill_words_after_kill_s_send_that_signal_and_it_runs_on() {
+    let mount = Mount::with_args(&["--kill-grace", "1s"]);
+    std::fs::write(mount.p("ctl/ears"), LISTENER).unwrap();
+    mount.holds("cmd/ears/stdout", "ready");
+    let usr1 = libc::SIGUSR1;
+    for (line, signal) in [
+        ("-s INT", "INT"),
+        ("--signal HUP", "HUP"),
+        (&format!("-n {usr1}"), "USR1"),
+    ] {
+        hears(&mount, signal, line, || {
+            mount.ok(&format!("printf -- '{line}\\n' > $M/cmd/ears/kill"));
+        });
+    }
+    assert_eq!(got(&mount, "ears", "TERM"), 0, "nothing was a stop");
+    // A line whose words still name no signal stops it, and says which.
+    mount.ok("printf -- '-s frob\\n' > $M/cmd/ears/kill");
+    assert_eq!(mount.wait("ears"), "error\n");
+    assert_eq!(got(&mount, "ears", "TERM"), 1);
+    assert_eq!(
+        mount.read("cmd/ears/reason"),
+        "killed: a write to its kill file ('-s frob' is no signal name) stopped it\n"
+    );
 }
 
 /// A real-time signal by number reaches the command (Linux has them).

@@ -2,8 +2,9 @@
 //! has done so far.
 //!
 //! Each line is a signal's name in any case, with or without `SIG`, or its number,
-//! either after one dash as `kill(1)` takes them (`-9`, `-INT`, `-stop` is SIGSTOP),
-//! surrounding whitespace ignored; the signals go out in the order written. `stop`
+//! either after one dash as `kill(1)` takes them (`-9`, `-INT`, `-stop` is SIGSTOP)
+//! or after its option (`-s INT`, `-n 9`, `--signal INT`), surrounding whitespace
+//! ignored; the signals go out in the order written. `stop`
 //! (in any case but all upper case, which is SIGSTOP) and any word that names no
 //! signal stop the command: SIGTERM, then SIGKILL after the grace. Blank lines say
 //! nothing. One write names at most [`MAX_SIGNALS`] signals before its first stop, or
@@ -110,13 +111,27 @@ pub(super) fn asked(data: &[u8]) -> impl Iterator<Item = Asked> + '_ {
         })
 }
 
-fn one(word: &str) -> Asked {
-    if word.eq_ignore_ascii_case("stop") && word != "STOP" {
+fn one(line: &str) -> Asked {
+    if line.eq_ignore_ascii_case("stop") && line != "STOP" {
         return Asked::Stop;
     }
-    match signals::named(word) {
+    match spelled(line) {
         Some(signal) => Asked::Signal(signal),
-        None => Asked::Unknown(shown(word)),
+        None => Asked::Unknown(shown(line)),
+    }
+}
+
+/// The signal a line names: one word, or `kill(1)`'s option before one (`-s INT`,
+/// `-s 9`, `-n 9`, `--signal INT`), words apart by any whitespace. The word after an
+/// option takes no dash of its own: `-s -9` names nothing.
+fn spelled(line: &str) -> Option<i32> {
+    let mut words = line.split_whitespace();
+    match (words.next()?, words.next(), words.next()) {
+        (word, None, _) => signals::named(word),
+        ("-s" | "-n" | "--signal", Some(word), None) if !word.starts_with('-') => {
+            signals::named(word)
+        }
+        _ => None,
     }
 }
 
@@ -165,6 +180,23 @@ mod tests {
             (b"-9\n", vec![Signal(libc::SIGKILL)]),
             (b"-INT\n", vec![Signal(libc::SIGINT)]),
             (b"-stop\n", vec![Signal(libc::SIGSTOP)]),
+            (b"-SIGINT\n", vec![Signal(libc::SIGINT)]),
+            (b"-sigint\n", vec![Signal(libc::SIGINT)]),
+            (b"-s INT\n", vec![Signal(libc::SIGINT)]),
+            (b"-s int\n", vec![Signal(libc::SIGINT)]),
+            (b"-s SIGINT\n", vec![Signal(libc::SIGINT)]),
+            (b"-s 9\n", vec![Signal(libc::SIGKILL)]),
+            (b"  -s \t HUP \r\n", vec![Signal(libc::SIGHUP)]),
+            (b"-n 9\n", vec![Signal(libc::SIGKILL)]),
+            (b"-n INT\n", vec![Signal(libc::SIGINT)]),
+            (b"--signal INT\n", vec![Signal(libc::SIGINT)]),
+            (b"--signal 15\n", vec![Signal(libc::SIGTERM)]),
+            // After an option, `stop` is SIGSTOP's name, as in `kill -s stop`.
+            (b"-s stop\n", vec![Signal(libc::SIGSTOP)]),
+            (
+                b"-s INT\n-n 1\n",
+                vec![Signal(libc::SIGINT), Signal(libc::SIGHUP)],
+            ),
             (b"stop\n", vec![Stop]),
             (b"Stop\n", vec![Stop]),
             (b" stop\r\n", vec![Stop]),
@@ -187,6 +219,21 @@ mod tests {
             (b"--9\n", vec![unknown("--9")]),
             (b"999\n", vec![unknown("999")]),
             (b"INT TERM\n", vec![unknown("INT TERM")]),
+            // kill(1)'s options with no signal, or more than one word after them.
+            (b"-s\n", vec![unknown("-s")]),
+            (b"-n\n", vec![unknown("-n")]),
+            (b"--signal\n", vec![unknown("--signal")]),
+            (b"-s frob\n", vec![unknown("-s frob")]),
+            (b"-s 0\n", vec![unknown("-s 0")]),
+            (b"-s INT TERM\n", vec![unknown("-s INT TERM")]),
+            (b"-s INT 1234\n", vec![unknown("-s INT 1234")]),
+            (b"-s -9\n", vec![unknown("-s -9")]),
+            (b"-s --signal\n", vec![unknown("-s --signal")]),
+            (b"-S INT\n", vec![unknown("-S INT")]),
+            (b"-x INT\n", vec![unknown("-x INT")]),
+            (b"--signal=INT\n", vec![unknown("--signal=INT")]),
+            (b"INT -s\n", vec![unknown("INT -s")]),
+            (b"-s stop stop\n", vec![unknown("-s stop stop")]),
             (
                 b"INT\nfrob\nHUP\n",
                 vec![Signal(libc::SIGINT), unknown("frob"), Signal(libc::SIGHUP)],

@@ -424,7 +424,8 @@ pub fn skill(site: &Site) -> String {
          `int`, `SigInt` and `2` are all Ctrl-C; `HUP`, `QUIT`, `TERM`, `KILL`, `USR1`, \
          `USR2`, `ALRM`, `WINCH`, `CONT` and every other signal the system has work the same \
          way, and so does any signal number (on Linux the real-time ones too, such as `34` \
-         or `RTMIN+2`), each also after a dash, as in `kill -9` (`-9`, `-INT`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
+         or `RTMIN+2`), each also after a dash, as in `kill -9` (`-9`, `-INT`), or after \
+         kill's option on the same line (`-s INT`, `-n 9`, `--signal INT`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
          `paused`, `wait` keeps waiting) until `CONT`; `stop` in any other case is the \
          stop above. A stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
