@@ -1223,13 +1223,28 @@ fn output_refused_for_room_is_kept_again_once_room_frees() {
     )
     .unwrap();
     assert!(wait_until(Duration::from_secs(20), || {
-        json(&mount, "cmd/B/result.json")["stdout"]["dropped"] == 999
+        json(&mount, "cmd/B/result.json")["stdout"]["bytes"] == 999
     }));
+    // What little room the others left holds the first of B's bytes (less its index
+    // record); the rest is the gap.
+    let fitted = json(&mount, "cmd/B/result.json")["stdout"]["kept"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(
+        fitted <= 20 * 1024 - 10 * (999 + 999 + 2 * 16) - 16,
+        "{fitted} fitted"
+    );
+    let dropped = 999 - fitted;
     let open = "[terminalfs: output from here on was not kept: the spool reached --max-spool \
                 (20k) with running commands alone]\n";
+    let shown = if fitted == 0 {
+        open.to_string()
+    } else {
+        format!("{}\n{open}", "c".repeat(fitted))
+    };
     assert_eq!(
         mount.read("cmd/B/stdout"),
-        open,
+        shown,
         "the gap shows while it is open"
     );
     // The others finish: they may go to make room.
@@ -1239,12 +1254,52 @@ fn output_refused_for_room_is_kept_again_once_room_frees() {
     }
     std::fs::write(&more, "").unwrap();
     assert_eq!(mount.wait("B"), "completed\n");
-    let kept = format!("{open}[terminalfs: 999 bytes were not kept there]\nAFTER-LINE\n");
+    let kept = format!("{shown}[terminalfs: {dropped} bytes were not kept there]\nAFTER-LINE\n");
     assert_eq!(mount.read("cmd/B/stdout"), kept);
     assert_eq!(mount.read("cmd/B/output"), kept);
     let result = json(&mount, "cmd/B/result.json");
     assert_eq!(result["stdout"]["bytes"], 1010, "{result}");
-    assert_eq!(result["stdout"]["kept"], 11, "{result}");
-    assert_eq!(result["stdout"]["dropped"], 999, "{result}");
-    mount.wait_for_log("storing the output of B again; 999 bytes of its stdout were dropped");
+    assert_eq!(result["stdout"]["kept"], fitted + 11, "{result}");
+    assert_eq!(result["stdout"]["dropped"], dropped, "{result}");
+    mount.wait_for_log(&format!(
+        "storing the output of B again; {dropped} bytes of its stdout were dropped"
+    ));
+}
+
+/// A command printing more than `--max-spool` has room for shows exactly the bytes
+/// that fit, then the notice; once it ends, the count of the rest.
+#[test]
+fn a_command_printing_past_the_spool_bound_keeps_exactly_what_fits() {
+    let flags = tempfile::tempdir().unwrap();
+    let end = flags.path().join("end");
+    let mount = Mount::with_args(&["--max-spool", "20k"]);
+    std::fs::write(
+        mount.p("ctl/big"),
+        format!(
+            "head -c 30000 /dev/zero | tr '\\0' a; {}",
+            until_exists(&end)
+        ),
+    )
+    .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        json(&mount, "cmd/big/result.json")["stdout"]["bytes"] == 30000
+    }));
+    // 20k less the one 16-byte record of the index.
+    let fits = 20 * 1024 - 16;
+    let open = "\n[terminalfs: output from here on was not kept: the spool reached \
+                --max-spool (20k) with running commands alone]\n";
+    let shown = format!("{}{open}", "a".repeat(fits));
+    assert_eq!(mount.read("cmd/big/stdout"), shown);
+    assert_eq!(mount.read("cmd/big/output"), shown);
+    let result = json(&mount, "cmd/big/result.json");
+    assert_eq!(result["stdout"]["kept"], fits, "{result}");
+    assert_eq!(result["stdout"]["dropped"], 30000 - fits, "{result}");
+    std::fs::write(&end, "").unwrap();
+    assert_eq!(mount.wait("big"), "completed\n");
+    let ended = format!(
+        "{shown}[terminalfs: {} bytes were not kept there]\n",
+        30000 - fits
+    );
+    assert_eq!(mount.read("cmd/big/stdout"), ended);
+    assert_eq!(mount.read("cmd/big/output"), ended);
 }

@@ -14,14 +14,15 @@
 //! While output can still arrive, the three files are open; once it has ended they are
 //! closed, and each read opens what it needs, so a finished command holds no descriptor.
 //! Output that cannot be stored is counted. A full disk or a failed write stops storing
-//! for good, and one notice line ends the stream's stored part. Output refused because
-//! running commands alone fill `--max-spool` opens a gap instead: the same notice line
-//! shows while it is open, and the next bytes of that stream that fit (once finished
-//! commands can be evicted or commands were removed) are stored after that line and a
-//! second one with the exact count of bytes dropped, so readers see the stream only
-//! grow. A stream whose gap is still open when output ends gets that count line too.
-//! The notice lines stored among the stream's bytes are counted (`noted`) so that
-//! byte counts stay the command's own.
+//! for good, and one notice line ends the stream's stored part. Output that running
+//! commands alone leave no room for under `--max-spool` opens a gap instead (the first
+//! bytes of a chunk that fit the room left are stored, the rest is the gap): the same
+//! notice line shows while it is open, and the next bytes of that stream that fit (once
+//! finished commands can be evicted or commands were removed) are stored after that
+//! line and a second one with the exact count of bytes dropped, so readers see the
+//! stream only grow. A stream whose gap is still open when output ends gets that count
+//! line too. The notice lines stored among the stream's bytes are counted (`noted`) so
+//! that byte counts stay the command's own.
 
 use super::layout::{Kept, Layout};
 use super::{Spool, Store};
@@ -344,54 +345,49 @@ impl Capture {
         }
         let len = bytes.len() as u64;
         let now = Instant::now();
-        self.grew[Capture::gap_slot(stream)] = Some(now);
+        let slot = Capture::gap_slot(stream);
+        self.grew[slot] = Some(now);
         if self.stop_reason.is_some() || self.header.sealed || self.store.is_gone() {
             self.counts_mut(stream).refused += len;
             return;
         }
-        let slot = Capture::gap_slot(stream);
         let dropped = self.gaps[slot];
+        // A gap closes with its notice, stored where readers saw it shown, and only
+        // with at least one byte of the command's own after it.
         let stored = if dropped == 0 {
-            self.store_bytes(stream, bytes)
+            self.store_bytes(stream, bytes, 1).map(|stored| (stored, 0))
         } else {
-            // The gap closes with its notice, stored where readers saw it shown.
             let mut notice = self.gap_notice(stream, dropped, true);
-            let noted = notice.len() as u64;
+            let noted = notice.len();
             notice.extend_from_slice(bytes);
-            self.store_bytes(stream, &notice).map(|()| {
-                self.counts_mut(stream).noted += noted;
-                self.gaps[slot] = 0;
-                self.header.stopped = self.gaps.iter().any(|gap| *gap > 0);
-                self.spool.log(&format!(
-                    "storing the output of {} again; {dropped} bytes of its {} were dropped",
-                    self.name,
-                    if stream == Stream::Stderr {
-                        "stderr"
-                    } else {
-                        "stdout"
-                    },
-                ));
-                self.checkpoint();
-            })
+            self.store_bytes(stream, &notice, noted + 1)
+                .map(|stored| (stored, noted))
         };
         match stored {
-            Ok(()) => {}
-            Err(Refusal::Room(why)) => {
-                if self.gaps == [0, 0] {
+            Ok((stored, noted)) => {
+                if noted > 0 {
+                    self.counts_mut(stream).noted += noted as u64;
+                    self.gaps[slot] = 0;
+                    self.header.stopped = self.gaps.iter().any(|gap| *gap > 0);
                     self.spool.log(&format!(
-                        "not storing the output of {} for now: {why}; what comes is counted \
-                         as dropped until it fits",
-                        self.name
+                        "storing the output of {} again; {dropped} bytes of its {} were dropped",
+                        self.name,
+                        if stream == Stream::Stderr {
+                            "stderr"
+                        } else {
+                            "stdout"
+                        },
                     ));
-                }
-                self.gaps[slot] += len;
-                self.gap_reason = why;
-                self.counts_mut(stream).refused += len;
-                if !self.header.stopped {
-                    self.header.stopped = true;
-                    self.dirty = true;
                     self.checkpoint();
                 }
+                // Only the part that fitted was stored: the rest opens a gap.
+                let rest = len - (stored - noted) as u64;
+                if rest > 0 {
+                    self.open_gap(stream, rest, self.spool.full_reason());
+                }
+            }
+            Err(Refusal::Room(why)) => {
+                self.open_gap(stream, len, why);
                 return;
             }
             Err(Refusal::Failed(why)) => {
@@ -404,6 +400,26 @@ impl Capture {
             self.checkpoint();
         } else {
             *self.store.pending.lock() = Some(self.header.encode());
+        }
+    }
+
+    /// `dropped` bytes of `stream` were refused for room (`why`): they are counted,
+    /// and the stream's gap opens or grows.
+    fn open_gap(&mut self, stream: Stream, dropped: u64, why: String) {
+        if self.gaps == [0, 0] {
+            self.spool.log(&format!(
+                "not storing the output of {} for now: {why}; what comes is counted \
+                 as dropped until it fits",
+                self.name
+            ));
+        }
+        self.gaps[Capture::gap_slot(stream)] += dropped;
+        self.gap_reason = why;
+        self.counts_mut(stream).refused += dropped;
+        if !self.header.stopped {
+            self.header.stopped = true;
+            self.dirty = true;
+            self.checkpoint();
         }
     }
 
@@ -435,7 +451,14 @@ impl Capture {
         notice
     }
 
-    fn store_bytes(&mut self, stream: Stream, bytes: &[u8]) -> Result<(), Refusal> {
+    /// Stores `bytes` of `stream`, or as many of the first of them as the budget has
+    /// room for, if that is at least `least`. Returns how many were stored.
+    fn store_bytes(
+        &mut self,
+        stream: Stream,
+        bytes: &[u8],
+        least: usize,
+    ) -> Result<usize, Refusal> {
         if self.files.is_none() {
             let dir = self.store.dir();
             let opened = std::fs::DirBuilder::new()
@@ -458,20 +481,33 @@ impl Capture {
             self.spool.write_first_now(&self.store);
             self.files = Some(opened?);
         }
-        let len = bytes.len() as u64;
         let counts = *self.counts_mut(stream);
         let new_record = self.last_stream != Some(stream);
-        let grows = self.data.file_len(counts.end + len) - self.data.file_len(counts.end)
-            + if new_record {
-                RECORD
-                    * (self.index.file_len(self.header.records + 1)
-                        - self.index.file_len(self.header.records))
-            } else {
-                0
-            };
-        self.spool
-            .reserve(&self.store, grows)
+        let record_grows = if new_record {
+            RECORD
+                * (self.index.file_len(self.header.records + 1)
+                    - self.index.file_len(self.header.records))
+        } else {
+            0
+        };
+        let grows = |len: u64| {
+            record_grows + self.data.file_len(counts.end + len) - self.data.file_len(counts.end)
+        };
+        let whole = grows(bytes.len() as u64);
+        let granted = self
+            .spool
+            .reserve(&self.store, whole, grows(least as u64))
             .map_err(Refusal::Room)?;
+        // Room short of the whole: the stream's file is below its bound for every
+        // byte that fits (past it, bytes would cost nothing and the whole would have
+        // fitted), so each stored byte takes one of the room.
+        let len = if granted >= whole {
+            bytes.len() as u64
+        } else {
+            granted - record_grows
+        };
+        debug_assert_eq!(grows(len), granted.min(whole));
+        let bytes = &bytes[..len as usize];
         let files = self.files.as_ref().expect("opened above");
         if new_record {
             let k = self.header.records;
@@ -516,7 +552,7 @@ impl Capture {
         self.header.out_end += len;
         self.header.out_line_ended = line_ended;
         self.dirty = true;
-        Ok(())
+        Ok(bytes.len())
     }
 
     /// Storing stops for good: later bytes are only counted.

@@ -156,8 +156,8 @@ pub struct Store {
     removed: AtomicBool,
     /// Files of its command open now (see [`Store::opened`]).
     readers: AtomicU64,
-    /// Its last reservation refused for room, while no later one fitted: how many
-    /// bytes it asked for, and [`Shared::freed`] when it was refused (see
+    /// Its last reservation refused for room, while no later one fitted: the fewest
+    /// bytes it would have taken, and [`Shared::freed`] when it was refused (see
     /// [`Spool::reserve`]).
     refused: Mutex<Option<(u64, u64)>>,
     /// A header newer than the one on disk, for the worker to write within a
@@ -842,27 +842,34 @@ impl Spool {
         let _ = wait.recv_timeout(Duration::from_secs(30));
     }
 
+    /// Why output is refused for room: running commands alone fill the spool.
+    pub(crate) fn full_reason(&self) -> String {
+        format!(
+            "the spool reached --max-spool ({}) with running commands alone",
+            crate::units::format_size(self.config.max_spool)
+        )
+    }
+
     /// Takes `more` bytes of the budget for `store`, evicting finished commands (least
-    /// recently read first) when the spool would pass `--max-spool`.
+    /// recently read first) when the spool would pass `--max-spool`, and returns how
+    /// many it took. When the room left once every finished command is evicted is less
+    /// than `more` but at least `least`, it takes that room, all of it, and no more
+    /// (the caller stores the part of its bytes that fits); less than `least` is
+    /// refused.
     ///
     /// A store refused for room (its output has a gap open, and every chunk asks
     /// again) is refused at once, without the registry's lock or a look at every
     /// store, while it asks for no less than it was refused and no room has been
     /// freed since ([`Shared::freed`]): the answer could only be the same.
-    fn reserve(&self, store: &Store, more: u64) -> Result<(), String> {
+    fn reserve(&self, store: &Store, more: u64, least: u64) -> Result<u64, String> {
         if more == 0 {
-            return Ok(());
+            return Ok(0);
         }
-        let over = || {
-            format!(
-                "the spool reached --max-spool ({}) with running commands alone",
-                crate::units::format_size(self.config.max_spool)
-            )
-        };
+        let least = least.clamp(1, more);
         let refused = *store.refused.lock();
         if let Some((asked, freed)) = refused {
-            if more >= asked && self.shared.freed.load(Ordering::SeqCst) == freed {
-                return Err(over());
+            if least >= asked && self.shared.freed.load(Ordering::SeqCst) == freed {
+                return Err(self.full_reason());
             }
         }
         let mut victims = Vec::new();
@@ -875,14 +882,17 @@ impl Spool {
             {
                 registry.tries += 1;
             }
+            let take = |registry: &mut Registry, bytes: u64| -> Result<u64, String> {
+                registry.used += bytes;
+                store.bytes.fetch_add(bytes, Ordering::SeqCst);
+                if refused.is_some() {
+                    *store.refused.lock() = None;
+                }
+                Ok(bytes)
+            };
             let result = loop {
                 if registry.used + more <= self.config.max_spool {
-                    registry.used += more;
-                    store.bytes.fetch_add(more, Ordering::SeqCst);
-                    if refused.is_some() {
-                        *store.refused.lock() = None;
-                    }
-                    break Ok(());
+                    break take(&mut registry, more);
                 }
                 if looked_at.is_empty() {
                     looked_at = registry.stores.values().filter_map(Weak::upgrade).collect();
@@ -899,11 +909,15 @@ impl Spool {
                     })
                     .cloned();
                 let Some(victim) = victim else {
+                    let room = self.config.max_spool.saturating_sub(registry.used);
+                    if room >= least {
+                        break take(&mut registry, room);
+                    }
                     // Read under the lock, where every bump is made: room freed from
                     // now on lets the next try through.
                     let freed = self.shared.freed.load(Ordering::SeqCst);
-                    *store.refused.lock() = Some((more, freed));
-                    break Err(over());
+                    *store.refused.lock() = Some((least, freed));
+                    break Err(self.full_reason());
                 };
                 victim.evicted.store(true, Ordering::SeqCst);
                 let bytes = victim.bytes.load(Ordering::SeqCst);

@@ -187,14 +187,16 @@ fn the_budget_evicts_the_least_recently_read_finished_command_first() {
     assert!(!read.store().evicted());
     assert_eq!(spool.evictions(), 1);
     assert!(spool.used() <= 10_000);
-    // Running commands alone past the bound: new output is counted, not stored.
+    // Running commands alone past the bound: what fits is stored (the bound less the
+    // 8000 bytes and the one 16-byte record of the index), the rest counted.
     running.append(Stream::Stdout, &[b'n'; 4000]);
     assert!(read.store().evicted());
     running.append(Stream::Stdout, &[b'n'; 4000]);
     let extent = running.extent(Stream::Stdout);
     assert_eq!(extent.written, 12_000);
-    assert_eq!(extent.kept.end, 8_000);
-    assert_eq!(extent.dropped(), 4_000);
+    assert_eq!(extent.kept.end, 10_000 - 16);
+    assert_eq!(extent.dropped(), 2_016);
+    assert_eq!(spool.used(), 10_000);
     let notice = String::from_utf8_lossy(extent.stop_notice.as_deref().unwrap()).into_owned();
     assert!(notice.contains("--max-spool"), "{notice}");
     spool.sync();
@@ -208,10 +210,14 @@ fn the_budget_evicts_the_least_recently_read_finished_command_first() {
 fn output_refused_for_room_is_stored_again_once_room_frees() {
     let dir = tempfile::tempdir().unwrap();
     let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    // The filler leaves room for exactly `late`'s first bytes on each stream and
+    // their index records (16 bytes each).
     let mut filler = spool.capture("filler", b"x");
-    filler.append(Stream::Stdout, &[b'f'; 9650]);
+    filler.append(Stream::Stdout, &[b'f'; 10_000 - 16 - (6 + 16) - (4 + 16)]);
     let mut late = spool.capture("late", b"x");
     late.append(Stream::Stdout, b"first\n");
+    late.append(Stream::Stderr, b"err\n");
+    assert_eq!(spool.used(), 10_000);
     // Running commands alone fill the spool: refused, and the gap shows.
     late.append(Stream::Stdout, &[b'l'; 4000]);
     late.append(Stream::Stdout, &[b'l'; 3000]);
@@ -222,7 +228,6 @@ fn output_refused_for_room_is_stored_again_once_room_frees() {
         "{open}"
     );
     // The other stream has no gap: it is stored and shows no notice.
-    late.append(Stream::Stderr, b"err\n");
     assert_eq!(late.extent(Stream::Stderr).stop_notice, None);
     assert_eq!(late.extent(Stream::Stderr).dropped(), 0);
     // Once the filler has finished it may be evicted: the next bytes fit.
@@ -258,6 +263,140 @@ fn output_refused_for_room_is_stored_again_once_room_frees() {
     assert!(!header.stopped);
 }
 
+/// A chunk only part of which fits what running commands leave of the budget: the
+/// part that fits is stored, the rest is the gap, and the notice counts exactly it.
+#[test]
+fn the_part_of_a_chunk_that_fits_is_stored_and_the_gap_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    let mut filler = spool.capture("filler", b"x");
+    filler.append(Stream::Stdout, &[b'f'; 5000]);
+    let mut late = spool.capture("late", b"x");
+    late.append(Stream::Stdout, b"first\n");
+    // 10000 less the filler's 5016 and late's 22 (with its index record).
+    let room = 10_000 - 5016 - 22;
+    let chunk = pattern(1, 6000);
+    late.append(Stream::Stdout, &chunk);
+    assert_eq!(spool.used(), 10_000, "the room is taken, all of it");
+    let extent = late.extent(Stream::Stdout);
+    assert_eq!(extent.written, 6 + 6000);
+    assert_eq!(extent.kept_written(), 6 + room);
+    assert_eq!(extent.dropped(), 6000 - room);
+    let open = extent.stop_notice.expect("the gap shows");
+    let open = String::from_utf8_lossy(&open).into_owned();
+    assert!(
+        open.starts_with("\n[terminalfs: output from here on was not kept: the spool reached"),
+        "the notice starts a line of its own: {open:?}"
+    );
+    let mut kept = b"first\n".to_vec();
+    kept.extend_from_slice(&chunk[..room as usize]);
+    assert_eq!(read_all(&late, Stream::Stdout), kept);
+    assert_eq!(read_all(&late, Stream::Output), kept);
+    // More while no room frees: counted in the same gap.
+    late.append(Stream::Stdout, &chunk[..100]);
+    assert_eq!(late.extent(Stream::Stdout).dropped(), 6100 - room);
+    // Room frees: the gap closes with the exact count of what was not stored.
+    filler.seal();
+    late.append(Stream::Stdout, b"after\n");
+    assert!(filler.store().evicted());
+    let extent = late.extent(Stream::Stdout);
+    assert_eq!(extent.stop_notice, None);
+    assert_eq!(extent.dropped(), 6100 - room);
+    kept.extend_from_slice(open.as_bytes());
+    kept.extend_from_slice(
+        format!("[terminalfs: {} bytes were not kept there]\n", 6100 - room).as_bytes(),
+    );
+    kept.extend_from_slice(b"after\n");
+    assert_eq!(read_all(&late, Stream::Stdout), kept);
+    assert_eq!(read_all(&late, Stream::Output), kept);
+    let output = late.extent(Stream::Output);
+    assert_eq!(
+        (output.written, output.dropped()),
+        (6 + 6100 + 6, 6100 - room)
+    );
+    late.seal();
+    spool.sync();
+    let index = std::fs::read(late.store().dir().join(super::capture::INDEX_FILE)).unwrap();
+    let header = super::capture::Header::decode(&index).expect("a sound header");
+    assert_eq!(header.stdout.end, kept.len() as u64);
+    assert_eq!(header.stdout.refused, 6100 - room);
+}
+
+/// A part stored past the head of a bounded stream, then a gap, then the ring
+/// wrapping over it: every held byte of the stream and of `output` is where the
+/// layout says, and the counts add up.
+#[test]
+fn a_part_stored_in_the_ring_keeps_head_tail_and_index_true() {
+    let dir = tempfile::tempdir().unwrap();
+    // Streams of 1000 bytes: a head of 250, a ring of 750.
+    let spool = spool_in(&dir.path().join("state"), 1000, 3000);
+    let mut filler = spool.capture("filler", b"x");
+    filler.append(Stream::Stdout, &[b'f'; 1000]);
+    filler.append(Stream::Stderr, &[b'g'; 1000]);
+    let mut late = spool.capture("late", b"x");
+    let mut model = Model::default();
+    let stored = |model: &mut Model, late: &mut Capture, stream, bytes: &[u8]| {
+        late.append(stream, bytes);
+        match stream {
+            Stream::Stderr => model.stderr.extend_from_slice(bytes),
+            _ => model.stdout.extend_from_slice(bytes),
+        }
+        model.output.extend_from_slice(bytes);
+    };
+    stored(&mut model, &mut late, Stream::Stdout, &pattern(2, 900));
+    // 3000 less the filler's 2032 and late's 916: 52 bytes of the next chunk fit.
+    let chunk = pattern(3, 500);
+    late.append(Stream::Stdout, &chunk);
+    model.stdout.extend_from_slice(&chunk[..52]);
+    model.output.extend_from_slice(&chunk[..52]);
+    assert_eq!(late.extent(Stream::Stdout).kept.end, 952);
+    assert_eq!(late.extent(Stream::Stdout).dropped(), 448);
+    // A first byte of stderr needs an index record too: refused, its own gap.
+    late.append(Stream::Stderr, b"e\n");
+    assert_eq!(late.extent(Stream::Stderr).dropped(), 2);
+    let closed = |late: &Capture, stream, dropped: u64| {
+        let mut notice = late.extent(stream).stop_notice.unwrap().to_vec();
+        notice.extend_from_slice(
+            format!("[terminalfs: {dropped} bytes were not kept there]\n").as_bytes(),
+        );
+        notice
+    };
+    let mut notice = closed(&late, Stream::Stdout, 448);
+    let stderr_notice = closed(&late, Stream::Stderr, 2);
+    filler.seal();
+    let tail = pattern(4, 2000);
+    late.append(Stream::Stdout, &tail);
+    notice.extend_from_slice(&tail);
+    model.stdout.extend_from_slice(&notice);
+    model.output.extend_from_slice(&notice);
+    assert!(filler.store().evicted());
+    stored(&mut model, &mut late, Stream::Stderr, b"later\n");
+    // The stderr gap closed with its notice before "later".
+    let at = model.stderr.len() - 6;
+    model.stderr.splice(at..at, stderr_notice.iter().copied());
+    let at = model.output.len() - 6;
+    model.output.splice(at..at, stderr_notice.iter().copied());
+    for stream in [Stream::Stdout, Stream::Stderr, Stream::Output] {
+        let want = model.of(stream);
+        let kept = late.extent(stream).kept;
+        assert_eq!(kept.end, want.len() as u64, "{stream:?} end");
+        let got = read_all(&late, stream);
+        for (at, (got, want)) in got.iter().zip(want).enumerate() {
+            if kept.holds(at as u64) {
+                assert_eq!(got, want, "{stream:?} byte {at}");
+            } else {
+                assert_eq!(*got, 0, "{stream:?} dropped byte {at}");
+            }
+        }
+    }
+    let stdout = late.extent(Stream::Stdout);
+    assert_eq!(stdout.written, 900 + 500 + 2000);
+    assert_eq!(stdout.kept.head_end, 250, "the head stays");
+    assert_eq!(stdout.kept.held(), 1000, "a full stream");
+    assert_eq!(stdout.noted, notice.len() as u64 - 2000);
+    late.seal();
+}
+
 /// How many reservations have taken the registry's lock so far.
 fn tries(spool: &Spool) -> u64 {
     spool.shared.registry.lock().tries
@@ -267,8 +406,9 @@ fn tries(spool: &Spool) -> u64 {
 fn a_gap_tries_the_budget_again_only_once_room_may_have_been_freed() {
     let dir = tempfile::tempdir().unwrap();
     let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
+    // No room is left once `loud` has written its first line.
     let mut filler = spool.capture("filler", b"x");
-    filler.append(Stream::Stdout, &[b'f'; 9800]);
+    filler.append(Stream::Stdout, &[b'f'; 10_000 - 16 - (6 + 16)]);
     let mut loud = spool.capture("loud", b"x");
     loud.append(Stream::Stdout, b"first\n");
     loud.append(Stream::Stdout, &[b'l'; 4000]);
@@ -324,7 +464,7 @@ fn a_gap_still_open_when_output_ends_gets_its_count() {
     let dir = tempfile::tempdir().unwrap();
     let spool = spool_in(&dir.path().join("state"), 1 << 20, 10_000);
     let mut filler = spool.capture("filler", b"x");
-    filler.append(Stream::Stdout, &[b'f'; 9000]);
+    filler.append(Stream::Stdout, &[b'f'; 10_000 - 16 - (10 + 16)]);
     let mut late = spool.capture("late", b"x");
     late.append(Stream::Stdout, b"no newline");
     late.append(Stream::Stdout, &[b'l'; 3000]);
@@ -585,7 +725,7 @@ fn a_store_let_go_while_the_budget_looks_at_it_deadlocks_nothing() {
         std::thread::spawn(move || {
             let own = spool.new_store(spool.fresh_dir("looker"), 0, false, now_ms(), None);
             while !stop.load(Ordering::SeqCst) {
-                let _ = spool.reserve(&own, 1);
+                let _ = spool.reserve(&own, 1, 1);
                 rounds.fetch_add(1, Ordering::SeqCst);
             }
         })
