@@ -280,10 +280,16 @@ impl Lot {
         for parked in taken {
             if parked.deadline <= look.now {
                 finish_timed_out(tree, parked);
-            } else if look.check_signals && caller_interrupted(parked.pid) {
-                finish_interrupted(parked);
-            } else if let Some(parked) = retry(tree, parked) {
-                back.push(parked);
+                continue;
+            }
+            match look.check_signals.then(|| caller(parked.pid)) {
+                Some(Caller::Signalled) => finish_interrupted(parked),
+                Some(Caller::Gone) => finish_aborted(parked),
+                Some(Caller::Waiting) | None => {
+                    if let Some(parked) = retry(tree, parked) {
+                        back.push(parked);
+                    }
+                }
             }
         }
         if back.is_empty() {
@@ -299,6 +305,22 @@ impl Lot {
         for parked in back {
             finish_timed_out(tree, parked);
         }
+    }
+
+    /// Closes the lot when the session ended under it, answering every parked reply as
+    /// aborted (see [`Caller::Gone`]): their callers are free already, and nothing
+    /// will come for them. Returns how many there were.
+    fn abort(&self) -> usize {
+        let all: Vec<Parked> = {
+            let mut parked = self.parked.lock();
+            self.closed.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *parked)
+        };
+        let count = all.len();
+        for parked in all {
+            finish_aborted(parked);
+        }
+        count
     }
 }
 
@@ -599,6 +621,16 @@ fn finish_timed_out(tree: &Tree, parked: Parked) {
     }
 }
 
+/// Answers a parked request whose caller an aborted connection freed: the caller
+/// already had its error, so the answer goes nowhere, but the log says why.
+fn finish_aborted(parked: Parked) {
+    fail_parked(
+        parked.op,
+        libc::ECONNABORTED,
+        "the mount was aborted by force; its caller already got an error",
+    );
+}
+
 fn finish_interrupted(parked: Parked) {
     fail_parked(
         parked.op,
@@ -632,16 +664,28 @@ fn fail_parked(op: Op, errno: i32, reason: &str) {
     }
 }
 
-/// True when the calling thread has a signal pending that it does not block (or is
-/// gone): the kernel would have sent FUSE_INTERRUPT, which fuser does not pass on.
+/// What became of the thread that made a parked request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// Still waiting for the answer (or out of the driver's sight).
+    Waiting,
+    /// It has a signal pending that it does not block: the kernel would have sent
+    /// FUSE_INTERRUPT, which fuser does not pass on.
+    Signalled,
+    /// It is gone. A caller whose request the driver has read waits for the answer
+    /// even when killed; only an aborted connection (`--unmount --force`, an `abort`
+    /// file written) frees it before then.
+    Gone,
+}
+
 #[cfg(target_os = "linux")]
-fn caller_interrupted(pid: u32) -> bool {
+fn caller(pid: u32) -> Caller {
     if pid == 0 {
         // A reader in a pid namespace the driver cannot see: nothing to look at.
-        return false;
+        return Caller::Waiting;
     }
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return true;
+        return Caller::Gone;
     };
     let field = |key: &str| {
         status
@@ -650,12 +694,16 @@ fn caller_interrupted(pid: u32) -> bool {
             .and_then(|value| u64::from_str_radix(value.trim(), 16).ok())
             .unwrap_or(0)
     };
-    (field("SigPnd:") | field("ShdPnd:")) & !field("SigBlk:") != 0
+    if (field("SigPnd:") | field("ShdPnd:")) & !field("SigBlk:") != 0 {
+        Caller::Signalled
+    } else {
+        Caller::Waiting
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn caller_interrupted(_pid: u32) -> bool {
-    false
+fn caller(_pid: u32) -> Caller {
+    Caller::Waiting
 }
 
 /// The errno for a failed request, logged once (in verbose mode) with the operation,
@@ -765,6 +813,19 @@ impl Driver {
 }
 
 impl Filesystem for Driver {
+    /// The session is over. Replies still parked then are of an aborted connection
+    /// (a clean unmount waits for them, and a stopping driver answers them first),
+    /// so they are answered as such now rather than when the driver has stopped.
+    fn destroy(&mut self) {
+        let aborted = self.lot.abort();
+        if aborted > 0 {
+            crate::log::info(&format!(
+                "the mount was aborted by force while {aborted} request(s) waited for an \
+                 answer; their callers got an error"
+            ));
+        }
+    }
+
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent.0 == crate::fs::names::ROOT {
             match self.tree.stderr_lookup(name.as_bytes(), req.pid()) {

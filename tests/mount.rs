@@ -355,18 +355,28 @@ fn unmount_within_a_minute(path: &std::path::Path, extra: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut status = None;
-    wait_until(Duration::from_secs(60), || {
-        status = unmount.try_wait().unwrap();
-        status.is_some()
-    });
-    if status.is_none() {
-        let _ = unmount.kill();
-    }
+    let status = exit_within(&mut unmount, Duration::from_secs(60));
     let out = unmount.wait_with_output().unwrap();
     assert!(status.is_some(), "--unmount hung");
     succeeded(&out);
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits up to `limit` for `child` to exit, killing it past that: its status, or None.
+#[cfg(target_os = "linux")]
+fn exit_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let mut status = None;
+    wait_until(limit, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    status
 }
 
 /// A reader of `file` under the mount, as a process of its own (a thread blocked on a
@@ -382,19 +392,27 @@ fn reader(file: std::path::PathBuf) -> std::process::Child {
         .unwrap()
 }
 
+/// Starts `sleep 300` as `long` and a reader of its `wait`, once the driver has
+/// parked that read.
 #[cfg(target_os = "linux")]
-#[test]
-fn unmount_aborts_a_driver_that_does_not_answer_and_frees_its_readers() {
-    let mut mount = Mount::start();
+fn parked_wait_reader(mount: &Mount) -> std::process::Child {
     mount.ok("echo 'sleep 300' > $M/ctl/long");
     mount.holds("cmd/long/status", "running");
-    // One reader parked by the driver (a `wait`), one whose open the driver never takes.
     let mut parked = reader(mount.p("cmd/long/wait"));
     if !crate::common::wait_in_read(parked.id() as i32) {
         let _ = parked.kill();
         let _ = parked.wait();
         panic!("cat never blocked reading wait");
     }
+    parked
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn unmount_aborts_a_driver_that_does_not_answer_and_frees_its_readers() {
+    let mut mount = Mount::start();
+    // One reader parked by the driver (a `wait`), one whose open the driver never takes.
+    let parked = parked_wait_reader(&mount);
     let mut stopped = Stopped::driver(mount.pid());
     stopped.readers.push(parked);
     let blocked = reader(mount.p("index.md"));
@@ -443,6 +461,31 @@ fn unmount_force_aborts_at_once() {
     assert!(!statuses[0].success());
     drop(stopped);
     assert!(mount.wait_exit(Duration::from_secs(30)).is_some());
+}
+
+/// A forced unmount frees a reader the driver had parked (a `wait`), and the driver's
+/// log says the mount was aborted, not that the reader was interrupted by a signal.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_forced_unmount_is_logged_as_an_abort() {
+    let mut mount = Mount::with_args(&["--verbose"]);
+    let mut parked = parked_wait_reader(&mount);
+    // The driver is left to stop its command: only the connection is aborted.
+    let said = unmount_within_a_minute(&mount.path, &["--force"]);
+    let status = exit_within(&mut parked, Duration::from_secs(30));
+    let _ = parked.wait();
+    assert!(said.contains("aborted its FUSE connection"), "{said}");
+    assert!(
+        status.is_some_and(|status| !status.success()),
+        "the parked reader returns with an error once the mount is aborted"
+    );
+    mount.wait_for_log("the mount was aborted by force; its caller already got an error");
+    assert!(mount.wait_exit(Duration::from_secs(30)).is_some());
+    assert!(
+        !mount.log().contains("interrupted by a signal"),
+        "{}",
+        mount.log()
+    );
 }
 
 #[test]
