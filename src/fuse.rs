@@ -664,8 +664,9 @@ fn fail_parked(op: Op, errno: i32, reason: &str) {
     }
 }
 
-/// What became of the thread that made a parked request.
+/// What became of the thread that made a parked request (only Linux shows it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum Caller {
     /// Still waiting for the answer (or out of the driver's sight).
     Waiting,
