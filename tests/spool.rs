@@ -1303,3 +1303,42 @@ fn a_command_printing_past_the_spool_bound_keeps_exactly_what_fits() {
     assert_eq!(mount.read("cmd/big/stdout"), ended);
     assert_eq!(mount.read("cmd/big/output"), ended);
 }
+
+/// After a restart, a finished command's streams have the times they last grew, not the
+/// time it ended.
+#[test]
+fn a_restored_stream_has_the_time_it_last_grew() {
+    let mut mount = Mount::start();
+    let mtime = |mount: &Mount, file: &str| {
+        std::fs::metadata(mount.p(&format!("cmd/quiet-end/{file}")))
+            .and_then(|meta| meta.modified())
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    // It writes, then sleeps two seconds before it ends.
+    assert_eq!(mount.run("quiet-end", "echo early; sleep 2"), "completed\n");
+    let grew = mtime(&mount, "stdout");
+    let started = mtime(&mount, "stderr");
+    let ended = mtime(&mount, "status");
+    assert!(
+        ended.duration_since(grew).unwrap() >= Duration::from_millis(1500),
+        "{grew:?} {ended:?}"
+    );
+    assert_eq!(mount.stop().code(), Some(0));
+    mount.spawn(&[]);
+    assert_eq!(mount.read("cmd/quiet-end/stdout"), "early\n");
+    let near = |a: SystemTime, b: SystemTime| {
+        a.duration_since(b)
+            .or_else(|_| b.duration_since(a))
+            .unwrap()
+            < Duration::from_secs(1)
+    };
+    for file in ["stdout", "output"] {
+        let restored = mtime(&mount, file);
+        assert!(near(restored, grew), "{file}: {restored:?}, grew {grew:?}");
+        assert!(
+            !near(restored, ended),
+            "{file}: {restored:?}, ended {ended:?}"
+        );
+    }
+    assert!(near(mtime(&mount, "stderr"), started), "never written");
+}

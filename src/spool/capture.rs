@@ -271,11 +271,10 @@ pub struct Capture {
     last_stream: Option<Stream>,
     checkpointed: Instant,
     dirty: bool,
-    /// When the command last wrote to stdout and to stderr (None: not since this
-    /// capture was made), as the clock read each append takes anyway; `made` turns
-    /// them into wall-clock times.
-    grew: [Option<Instant>; 2],
-    made: (SystemTime, Instant),
+    /// When the command last wrote to stdout and to stderr, by the wall clock (None:
+    /// not since this capture was made). Not derived from the monotonic clock, which
+    /// stops while the machine sleeps.
+    grew: [Option<SystemTime>; 2],
 }
 
 impl Capture {
@@ -297,7 +296,6 @@ impl Capture {
             checkpointed: Instant::now(),
             dirty: false,
             grew: [None; 2],
-            made: (SystemTime::now(), Instant::now()),
         }
     }
 
@@ -340,11 +338,15 @@ impl Capture {
 
     /// Stores bytes the command wrote to `stream` (stdout or stderr), in arrival order.
     pub fn append(&mut self, stream: Stream, bytes: &[u8]) {
+        self.append_at(stream, bytes, SystemTime::now());
+    }
+
+    /// [`Capture::append`] of bytes that arrived at `now` (the stream's mtime).
+    pub(crate) fn append_at(&mut self, stream: Stream, bytes: &[u8], now: SystemTime) {
         if bytes.is_empty() || stream == Stream::Output {
             return;
         }
         let len = bytes.len() as u64;
-        let now = Instant::now();
         let slot = Capture::gap_slot(stream);
         self.grew[slot] = Some(now);
         if self.stop_reason.is_some() || self.header.sealed || self.store.is_gone() {
@@ -396,7 +398,7 @@ impl Capture {
                 return;
             }
         }
-        if now.saturating_duration_since(self.checkpointed) >= CHECKPOINT {
+        if self.checkpointed.elapsed() >= CHECKPOINT {
             self.checkpoint();
         } else {
             *self.store.pending.lock() = Some(self.header.encode());
@@ -423,14 +425,21 @@ impl Capture {
         }
     }
 
-    /// When the command last wrote to `stream` (to either stream, for `output`) since
-    /// this capture was made; None when it has not.
+    /// When the command last wrote to `stream` (to either stream, for `output`), by
+    /// the wall clock when the bytes arrived; None when it has not since this capture
+    /// was made, unless an earlier driver's times were given back
+    /// ([`Capture::restore_grew`]).
     pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
-        let grew = match stream {
+        match stream {
             Stream::Output => self.grew[0].max(self.grew[1]),
             stream => self.grew[Capture::gap_slot(stream)],
-        }?;
-        Some(self.made.0 + grew.saturating_duration_since(self.made.1))
+        }
+    }
+
+    /// Gives a restored capture the times its streams last grew (stdout, stderr) as
+    /// the driver that captured them kept them.
+    pub fn restore_grew(&mut self, stdout: Option<SystemTime>, stderr: Option<SystemTime>) {
+        self.grew = [stdout, stderr];
     }
 
     /// The notice shown where `dropped` bytes of `stream` (any stream, for `output`)

@@ -397,6 +397,37 @@ fn a_part_stored_in_the_ring_keeps_head_tail_and_index_true() {
     late.seal();
 }
 
+/// A stream's time is the wall clock's when its bytes came, not one derived from a
+/// monotonic clock that stops while the machine sleeps: an hour asleep between the
+/// capture's start and a write shows as an hour.
+#[test]
+fn a_stream_has_the_wall_time_its_bytes_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool_in(&dir.path().join("state"), 1 << 20, u64::MAX);
+    let mut capture = spool.capture("slept", b"x");
+    assert_eq!(capture.grew_at(Stream::Stdout), None);
+    let woke = SystemTime::now() + Duration::from_secs(3600);
+    capture.append_at(Stream::Stdout, b"after the sleep\n", woke);
+    assert_eq!(capture.grew_at(Stream::Stdout), Some(woke));
+    assert_eq!(capture.grew_at(Stream::Stderr), None);
+    assert_eq!(capture.grew_at(Stream::Output), Some(woke));
+    let later = woke + Duration::from_millis(1500);
+    capture.append_at(Stream::Stderr, b"err\n", later);
+    assert_eq!(capture.grew_at(Stream::Stdout), Some(woke));
+    assert_eq!(capture.grew_at(Stream::Stderr), Some(later));
+    assert_eq!(capture.grew_at(Stream::Output), Some(later));
+    // Bytes that are not stored still made the stream grow.
+    capture.seal();
+    let last = later + Duration::from_secs(1);
+    capture.append_at(Stream::Stdout, b"late", last);
+    assert_eq!(capture.grew_at(Stream::Stdout), Some(last));
+    // A restored capture takes the times its record kept.
+    let mut restored = spool.capture("restored", b"x");
+    restored.restore_grew(Some(woke), None);
+    assert_eq!(restored.grew_at(Stream::Output), Some(woke));
+    assert_eq!(restored.grew_at(Stream::Stderr), None);
+}
+
 /// How many reservations have taken the registry's lock so far.
 fn tries(spool: &Spool) -> u64 {
     spool.shared.registry.lock().tries

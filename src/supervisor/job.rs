@@ -23,6 +23,11 @@ pub use crate::spool::Stream;
 /// The reason a command that was running when the driver stopped comes back with.
 pub const DRIVER_STOPPED: &str = "the driver stopped while it ran";
 
+/// Where the record keeps when stdout and stderr last grew, in milliseconds since the
+/// epoch (null: not since the job was made or restored without them).
+const STDOUT_GREW_KEY: &str = "stdout_grew_at_ms";
+const STDERR_GREW_KEY: &str = "stderr_grew_at_ms";
+
 /// Bytes of one stream, for `result.json` and `cmd/index.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StreamBytes {
@@ -586,6 +591,8 @@ impl Job {
         } else {
             End::Exited { note: reason }
         };
+        // When each stream last grew, as the driver that captured it saw it.
+        capture.restore_grew(time(STDOUT_GREW_KEY), time(STDERR_GREW_KEY));
         let started_at = time("started_at_ms");
         let finished_at = time("finished_at_ms").or_else(|| match exit {
             None => started_at.map(|started| last_seen.map_or(started, |seen| seen.max(started))),
@@ -677,6 +684,8 @@ impl Job {
             "cwd": self.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
             "terminal": self.kept_screen_now().map(|kept| kept.record()),
+            STDOUT_GREW_KEY: ms(state.capture.grew_at(Stream::Stdout)),
+            STDERR_GREW_KEY: ms(state.capture.grew_at(Stream::Stderr)),
         })
     }
 
@@ -761,8 +770,9 @@ impl Job {
     /// When `stream`'s file last grew, its mtime: when the command last wrote to it
     /// (to either stream, for `output`), else when its shell started (None before),
     /// never before it started (the pump may read a first write before the spawn is
-    /// timed). A command brought back by a restart has no time of its writes: what it
-    /// wrote holds the time it ended.
+    /// timed). A command brought back by a restart has the times its record kept; one
+    /// whose record has none (saved before they were kept, or before its output
+    /// ended) shows what it wrote at the time it ended.
     pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
         let state = self.state.lock();
         let written = || state.capture.extent(stream).written > 0;
@@ -1601,6 +1611,55 @@ mod tests {
             again["shell"].is_null() && again["cwd"].is_null(),
             "{again}"
         );
+    }
+
+    #[test]
+    fn the_times_its_streams_last_grew_are_kept_in_the_record() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let spool = spool_in(&dir.path().join("spool"));
+        let job = new_job(&spool, 1, "grew", Duration::ZERO);
+        let started = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        // Nothing signals its pid here: no process needs to stand in.
+        job.mark_started(i32::MAX, started, Instant::now());
+        // Written a while after the start (whether or not the machine slept between):
+        // the stream's time is the wall clock's when the bytes came.
+        let wrote = started + Duration::from_millis(90_123);
+        job.state
+            .lock()
+            .capture
+            .append_at(Stream::Stdout, b"hello\n", wrote);
+        assert_eq!(job.grew_at(Stream::Stdout), Some(wrote));
+        assert_eq!(job.grew_at(Stream::Output), Some(wrote));
+        assert_eq!(job.grew_at(Stream::Stderr), Some(started), "never written");
+        job.mark_exited(exit(0, None));
+        let ended = job.finished_at().expect("it ended");
+        assert!(ended > wrote + Duration::from_secs(1));
+        let record = job.record(&job.state.lock());
+        assert_eq!(record[STDOUT_GREW_KEY], json!(1_700_000_090_123_u64));
+        assert!(record[STDERR_GREW_KEY].is_null(), "{record}");
+        // Restored with what it wrote: each stream has the time it last grew.
+        let restore = |record: &Value| {
+            let mut capture = spool.capture("again", b"true");
+            capture.append(Stream::Stdout, b"hello\n");
+            Job::restore(2, record, capture, Duration::ZERO, None).expect("it reads back")
+        };
+        let restored = restore(&record);
+        assert_eq!(restored.grew_at(Stream::Stdout), Some(wrote));
+        assert_eq!(restored.grew_at(Stream::Output), Some(wrote));
+        assert_eq!(restored.grew_at(Stream::Stderr), Some(started));
+        // Saved again (as a restart does), the times stay.
+        let again = restored.record(&restored.state.lock());
+        assert_eq!(again[STDOUT_GREW_KEY], record[STDOUT_GREW_KEY]);
+        // A record from before the times were kept: what was written holds the end.
+        let mut old = record.clone();
+        let map = old.as_object_mut().expect("a record is an object");
+        map.remove(STDOUT_GREW_KEY);
+        map.remove(STDERR_GREW_KEY);
+        let restored = restore(&old);
+        let ended = restored.finished_at();
+        assert!(ended.is_some());
+        assert_eq!(restored.grew_at(Stream::Stdout), ended);
+        assert_eq!(restored.grew_at(Stream::Stderr), Some(started));
     }
 
     #[test]
