@@ -3,7 +3,9 @@
 //!
 //! A command is read into its program (with `git`'s subcommand), a set of options and a
 //! list of operands: clustered short options are split (`-rf` is `-r -f`), long options
-//! with a short equivalent become it (`--recursive` is `-r`, `-R` is `-r` for `rm`),
+//! with a short equivalent become it (`--recursive` is `-r`, `-R` is `-r` for `rm`), a
+//! long option abbreviated as getopt_long allows is read as every option it may stand for
+//! (`--recu` is `-r`; `--force-w` matches a rule's `--force-with-lease`),
 //! `--` is dropped, `git`'s global options before the subcommand (`-C dir`, `-c k=v`,
 //! `--no-pager`, `--git-dir=...`) are dropped, a `git push` refspec starting with `+`
 //! counts as `-f`, and path operands are made canonical (`//` and `/.` are `/`, `$HOME`,
@@ -176,17 +178,46 @@ impl Argv {
                     None => (long, None),
                 };
                 let flag = format!("--{long_name}");
-                if program.with_value.contains(&flag.as_str()) {
+                // getopt_long takes any unambiguous prefix of a long option (`--recu` is
+                // `--recursive`); an exact name wins over the names it is a prefix of.
+                let exact = program.long.iter().find(|(n, _)| *n == long_name);
+                let abbreviates = |name: &str| !long_name.is_empty() && name.starts_with(long_name);
+                let valued: Vec<&str> = program
+                    .with_value
+                    .iter()
+                    .copied()
+                    .filter(|v| {
+                        v.strip_prefix("--").is_some_and(|name| {
+                            name == long_name
+                                || (exact.is_none()
+                                    && abbreviates(name)
+                                    && !program.long.iter().any(|(n, _)| abbreviates(n)))
+                        })
+                    })
+                    .collect();
+                if let [valued] = valued[..] {
                     let value = value.or_else(|| {
                         index += 1;
                         rest.get(index - 1).map(|v| (*v).to_owned())
                     });
-                    options.push(format!("{flag}={}", value.unwrap_or_default()));
+                    options.push(format!("{valued}={}", value.unwrap_or_default()));
                     continue;
                 }
-                match program.long.iter().find(|(n, _)| *n == long_name) {
+                match exact {
                     Some((_, short)) => options.push((*short).to_owned()),
-                    None => options.push(flag),
+                    None => {
+                        // Every option the prefix may stand for, so an ambiguous one is
+                        // read as all of them; the word itself too, for a rule naming a
+                        // long option the table does not know (`--force-with-lease`).
+                        options.extend(
+                            program
+                                .long
+                                .iter()
+                                .filter(|(n, _)| abbreviates(n))
+                                .map(|(_, short)| (*short).to_owned()),
+                        );
+                        options.push(flag);
+                    }
                 }
                 continue;
             }
@@ -379,7 +410,7 @@ impl ArgvPattern {
             self.argv
                 .options
                 .iter()
-                .all(|o| command.options.contains(o))
+                .all(|o| command.options.iter().any(|c| names_option(c, o)))
         };
         if command.program != self.argv.program || !options {
             return false;
@@ -412,6 +443,28 @@ impl ArgvPattern {
                 .iter()
                 .zip(&command.operands)
                 .all(|(pattern, operand)| pattern.matches(operand))
+    }
+}
+
+/// Whether the command's option `given` is the rule's option `wanted`: the same, or a long
+/// option abbreviated as getopt_long reads it (`--force-w` is `--force-with-lease`, at
+/// least one letter after `--`), with the same value when the option keeps one.
+fn names_option(given: &str, wanted: &str) -> bool {
+    if given == wanted {
+        return true;
+    }
+    let split = |option: &str| -> Option<(String, Option<String>)> {
+        let long = option.strip_prefix("--").filter(|l| !l.is_empty())?;
+        Some(match long.split_once('=') {
+            Some((name, value)) => (name.to_owned(), Some(value.to_owned())),
+            None => (long.to_owned(), None),
+        })
+    };
+    match (split(given), split(wanted)) {
+        (Some((given, given_value)), Some((wanted, wanted_value))) => {
+            !given.is_empty() && wanted.starts_with(&given) && given_value == wanted_value
+        }
+        _ => false,
     }
 }
 
@@ -550,6 +603,52 @@ mod tests {
             .options
             .contains(&"-f".to_owned()));
         assert_eq!(argv("git push -o ci.skip origin").operands, ["origin"]);
+    }
+
+    #[test]
+    fn long_options_may_be_abbreviated() {
+        assert_eq!(
+            argv("rm --recu --fo /").options,
+            ["--fo", "--recu", "-f", "-r"]
+        );
+        assert_eq!(argv("rm --recursive --force /").options, ["-f", "-r"]);
+        // `--` still ends the options, and is no prefix of every option.
+        assert_eq!(argv("rm -- --recursive").operands, ["--recursive"]);
+        assert!(argv("rm -- --recursive").options.is_empty());
+        // An exact name wins over the longer names it starts.
+        assert_eq!(argv("git push --dry-run").options, ["-n"]);
+        assert_eq!(argv("git push --force").options, ["-f"]);
+        // A value-taking option abbreviated still takes its value.
+        let read = argv("git push --push-o ci.skip origin main");
+        assert_eq!(read.options, ["--push-option=ci.skip"]);
+        assert_eq!(read.operands, ["origin", "main"]);
+        let rm = ArgvPattern::new("rm -r /", false).expect("rm pattern");
+        assert!(rm.matches(&argv("rm --recu /"), false));
+        assert!(rm.matches(&argv("rm --r /"), false));
+        assert!(!rm.matches(&argv("rm --f /"), false));
+        let lease = ArgvPattern::new("git push --force-with-lease", true).expect("git pattern");
+        for spelling in [
+            "git push --force-with-lease",
+            "git push --force-w origin main",
+            "git push --force-with-lease=main:abc origin",
+            "git push --fo origin",
+        ] {
+            assert!(lease.matches(&argv(spelling), false), "{spelling}");
+        }
+        for spelling in [
+            "git push --follow-tags",
+            "git push --force-with-leases",
+            "git push -- --force-with-lease",
+        ] {
+            assert!(!lease.matches(&argv(spelling), false), "{spelling}");
+        }
+        let root = ArgvPattern::new("rm --no-preserve-root", true).expect("rm pattern");
+        assert!(root.matches(&argv("rm -rf --no-pres /x"), false));
+        assert!(!root.matches(&argv("rm -rf --preserve-root /x"), false));
+        // Allow rules stay exact: an abbreviation is not the option they allow.
+        let allow = ArgvPattern::new("rm -r /tmp/x", false).expect("rm pattern");
+        assert!(allow.matches(&argv("rm -r /tmp/x"), true));
+        assert!(!allow.matches(&argv("rm --rec /tmp/x"), true));
     }
 
     #[test]

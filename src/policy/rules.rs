@@ -39,7 +39,7 @@ pub struct Candidate {
 
 impl Candidate {
     pub fn new(command: &str) -> Candidate {
-        let text = normalize(command);
+        let text = canonical_numbers(normalize(command));
         let argv = Argv::read(&text);
         Candidate {
             text,
@@ -214,6 +214,35 @@ impl Rule {
     pub fn text(&self) -> &str {
         &self.text
     }
+}
+
+/// A `kill` command (normalised) with its numbers written without leading zeros:
+/// `kill` reads `-01` and `-0000001` as `-1` (every process) and `-09` as signal 9,
+/// so `kill -KILL -0000001` is `kill -KILL -1` to the rules. Other commands as they are.
+fn canonical_numbers(text: String) -> String {
+    let first = text.split(' ').next().unwrap_or("");
+    let is_number = |word: &str| {
+        let digits = word.strip_prefix('-').unwrap_or(word);
+        digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit())
+    };
+    if first.rsplit('/').next() != Some("kill") || !text.split(' ').any(is_number) {
+        return text;
+    }
+    let words: Vec<String> = text
+        .split(' ')
+        .map(|word| {
+            if !is_number(word) {
+                return word.to_owned();
+            }
+            let (sign, digits) = match word.strip_prefix('-') {
+                Some(digits) => ("-", digits),
+                None => ("", word),
+            };
+            let trimmed = digits.trim_start_matches('0');
+            format!("{sign}{}", if trimmed.is_empty() { "0" } else { trimmed })
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// Collapses every run of whitespace to one space and trims both ends.
