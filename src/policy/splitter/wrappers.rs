@@ -27,6 +27,11 @@ enum Runs {
     ShellArguments,
     /// Nothing: only the value of its command option runs (`script -c X`).
     Nothing,
+    /// The value of its program option, with the words after its options as arguments
+    /// (`start-stop-daemon --start --exec PROG -- ARGS`).
+    ProgramOption,
+    /// The words after a marker word (`gdb ... --args PROG ARGS`).
+    AfterMarker(&'static [&'static str]),
 }
 
 /// How one wrapper reads its own options.
@@ -40,11 +45,18 @@ struct Wrapper {
     long_values: &'static [(&'static str, usize)],
     /// Words before the command that are not options (the duration of `timeout`).
     operands: usize,
+    /// Words before the options that are not options (the architecture of `setarch`):
+    /// as many as there are, up to this count, before the first word starting with `-`.
+    leading_operands: usize,
     /// Whether `NAME=value` words may follow the options (`env`, `sudo`).
     assignments: bool,
     /// An option whose value is a shell string that is run (`su -c`, `flock -c`).
     command_short: Option<u8>,
     command_long: Option<&'static str>,
+    /// Options whose value is the program run ([`Runs::ProgramOption`]), the last of
+    /// them given winning: `start-stop-daemon` runs `--startas` when given, else `--exec`.
+    program_short: &'static [u8],
+    program_long: &'static [&'static str],
     runs: Runs,
 }
 
@@ -54,9 +66,12 @@ const PLAIN: Wrapper = Wrapper {
     short_optional: b"",
     long_values: &[],
     operands: 0,
+    leading_operands: 0,
     assignments: false,
     command_short: None,
     command_long: None,
+    program_short: b"",
+    program_long: &[],
     runs: Runs::Command,
 };
 
@@ -432,6 +447,160 @@ const WRAPPERS: &[Wrapper] = &[
         ..PLAIN
     },
     Wrapper {
+        names: &["setarch"],
+        leading_operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        // setarch under the names of an architecture, which take no architecture operand.
+        names: &[
+            "linux32", "linux64", "i386", "i486", "i586", "i686", "athlon", "x86_64", "uname26",
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        // The dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 PROG`); every
+        // `ld-linux*.so*`, `ld-musl*.so*`, `ld64.so*` and `ld.so` is read as `ld.so`.
+        names: &["ld.so"],
+        long_values: &[
+            ("library-path", 1),
+            ("inhibit-rpath", 1),
+            ("audit", 1),
+            ("preload", 1),
+            ("argv0", 1),
+            ("glibc-hwcaps-prepend", 1),
+            ("glibc-hwcaps-mask", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["logsave"],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["ssh-agent"],
+        short_value: b"aEOPt",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["systemd-inhibit"],
+        long_values: &[("what", 1), ("who", 1), ("why", 1), ("mode", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["systemd-cat"],
+        short_value: b"tp",
+        long_values: &[
+            ("identifier", 1),
+            ("priority", 1),
+            ("stderr-priority", 1),
+            ("level-prefix", 1),
+            ("namespace", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["dbus-run-session"],
+        long_values: &[("dbus-daemon", 1), ("config-file", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        // Options are only ever `--name=value`.
+        names: &["eatmydata", "unbuffer", "valgrind", "pgrphack"],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["xvfb-run"],
+        short_value: b"efnpsw",
+        long_values: &[
+            ("error-file", 1),
+            ("auth-file", 1),
+            ("server-num", 1),
+            ("xauth-protocol", 1),
+            ("server-args", 1),
+            ("wait", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["tini"],
+        short_value: b"pe",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["dumb-init"],
+        short_value: b"r",
+        long_values: &[("rewrite", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["chpst"],
+        short_value: b"uUbe/Cnlmdopfcrt",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["softlimit"],
+        short_value: b"acdflmoprst",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["setuidgid", "envuidgid", "envdir"],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["setlock"],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["cgexec"],
+        short_value: b"g",
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["faketime"],
+        short_value: b"p",
+        long_values: &[("date-prog", 1)],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["start-stop-daemon"],
+        short_value: b"pxnugcsardNPIkOR",
+        long_values: &[
+            ("pid", 1),
+            ("ppid", 1),
+            ("pidfile", 1),
+            ("exec", 1),
+            ("name", 1),
+            ("user", 1),
+            ("group", 1),
+            ("chuid", 1),
+            ("signal", 1),
+            ("startas", 1),
+            ("chroot", 1),
+            ("chdir", 1),
+            ("nicelevel", 1),
+            ("procsched", 1),
+            ("iosched", 1),
+            ("umask", 1),
+            ("notify-timeout", 1),
+            ("output", 1),
+            ("retry", 1),
+        ],
+        program_short: b"xa",
+        program_long: &["exec", "startas"],
+        runs: Runs::ProgramOption,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["gdb", "gdb-multiarch"],
+        runs: Runs::AfterMarker(&["--args", "-args"]),
+        ..PLAIN
+    },
+    Wrapper {
         names: &["busybox"],
         ..PLAIN
     },
@@ -463,13 +632,20 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             scripts: Vec::new(),
         });
     }
+    let name = loader_name(name);
     let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&name))?;
     let mut peeled = Peeled {
         runs: Rest::Words(Vec::new()),
         scripts: Vec::new(),
     };
     let mut split_string: Option<String> = None;
+    let mut program: Option<(usize, String)> = None;
     let mut index = 1;
+    while index < 1 + wrapper.leading_operands
+        && words.get(index).is_some_and(|w| !w.starts_with('-'))
+    {
+        index += 1;
+    }
     while index < words.len() {
         let word = words[index].as_str();
         if word == "--" {
@@ -500,6 +676,8 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             }
             if name == "env" && long_name == "split-string" {
                 split_string = value;
+            } else if let Some(rank) = wrapper.program_long.iter().position(|l| *l == long_name) {
+                keep_program(&mut program, rank, value);
             }
             index += 1 + takes;
             continue;
@@ -526,6 +704,9 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
                     takes_next = attached.is_empty();
                     if name == "env" && *flag == b'S' {
                         split_string = value;
+                    } else if let Some(rank) = wrapper.program_short.iter().position(|f| f == flag)
+                    {
+                        keep_program(&mut program, rank, value);
                     }
                     break;
                 }
@@ -565,8 +746,10 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             if command_option {
                 peeled.scripts.extend(rest.get(1).cloned());
             } else if let Some(split_string) = split_string {
-                let mut command: Vec<String> =
-                    split_string.split_whitespace().map(str::to_owned).collect();
+                // The words of the string are env's own arguments again: options and
+                // assignments may lead them (`env -S '-u X A=1 sudo'`).
+                let mut command = vec!["env".to_owned()];
+                command.extend(split_env_string(&split_string));
                 command.extend(rest.iter().cloned());
                 peeled.runs = Rest::Words(command);
             } else if !rest.is_empty() {
@@ -593,8 +776,152 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             }
         }
         Runs::Nothing => {}
+        Runs::ProgramOption => {
+            if let Some((_, program)) = program {
+                let mut command = vec![program];
+                command.extend(rest.iter().cloned());
+                peeled.runs = Rest::Words(command);
+            }
+        }
+        Runs::AfterMarker(markers) => {
+            peeled.scripts.extend(gdb_shell_commands(words));
+            let after = words.iter().position(|w| markers.contains(&w.as_str()));
+            if let Some(start) = after.map(|at| at + 1).filter(|&at| at < words.len()) {
+                peeled.runs = Rest::From(start);
+            }
+        }
     }
     Some(peeled)
+}
+
+/// The shell commands `gdb` runs from its command options (`-ex 'shell X'`, `-ex '!X'`,
+/// `--eval-command=shell X`, `-iex`).
+fn gdb_shell_commands(words: &[String]) -> Vec<String> {
+    const OPTIONS: &[&str] = &["ex", "eval-command", "iex", "init-eval-command"];
+    let mut commands = Vec::new();
+    for (index, word) in words.iter().enumerate() {
+        let option = word.trim_start_matches('-');
+        if word.len() == option.len() {
+            continue;
+        }
+        let value = match option.split_once('=') {
+            Some((name, value)) if OPTIONS.contains(&name) => Some(value.to_owned()),
+            None if OPTIONS.contains(&option) => words.get(index + 1).cloned(),
+            _ => None,
+        };
+        let Some(value) = value else { continue };
+        let value = value.trim_start();
+        if let Some(command) = value.strip_prefix('!') {
+            commands.push(command.to_owned());
+        } else if let Some(command) = value
+            .strip_prefix("shell")
+            .filter(|c| c.starts_with(char::is_whitespace))
+        {
+            commands.push(command.trim_start().to_owned());
+        }
+    }
+    commands
+}
+
+/// Keeps the value of a program option (`--exec`, `--startas`) when it outranks the one
+/// kept: a higher `rank` wins, and a later one of the same rank.
+fn keep_program(program: &mut Option<(usize, String)>, rank: usize, value: Option<String>) {
+    if let Some(value) = value {
+        if program.as_ref().is_none_or(|(kept, _)| rank >= *kept) {
+            *program = Some((rank, value));
+        }
+    }
+}
+
+/// The name the dynamic loader is known by in the table (`ld.so`) for any of its file
+/// names (`ld-linux-x86-64.so.2`, `ld-linux-aarch64.so.1`, `ld-musl-x86_64.so.1`,
+/// `ld64.so.2`); any other name as it is.
+fn loader_name(name: &str) -> &str {
+    let loader = ["ld-linux", "ld-musl", "ld64.so"]
+        .iter()
+        .any(|start| name.starts_with(start) && name.contains(".so"))
+        || name == "ld.so";
+    if loader {
+        "ld.so"
+    } else {
+        name
+    }
+}
+
+/// The words GNU `env -S STRING` makes of its string: split at blanks outside quotes;
+/// single quotes keep everything but `\\` and `\'`; double quotes keep blanks; `\_` is a
+/// space in double quotes and a separator outside them; `\"`, `\'`, `\#`, `\$`, `\\`
+/// are those characters, `\f`, `\n`, `\r`, `\t`, `\v` control characters; `\c` and a
+/// `#` starting a word end the string. `${NAME}` is left as written.
+fn split_env_string(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let (mut single, mut double) = (false, false);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' if !double => {
+                single = !single;
+                in_word = true;
+            }
+            '"' if !single => {
+                double = !double;
+                in_word = true;
+            }
+            ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r' if !single && !double => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '#' if !single && !double && !in_word => break,
+            '\\' if single => {
+                let rest = chars.as_str();
+                match rest.chars().next() {
+                    Some(next @ ('\\' | '\'')) => {
+                        chars.next();
+                        word.push(next);
+                    }
+                    _ => word.push('\\'),
+                }
+                in_word = true;
+            }
+            '\\' => match chars.next() {
+                Some('_') if !double => {
+                    if in_word {
+                        words.push(std::mem::take(&mut word));
+                        in_word = false;
+                    }
+                }
+                Some('c') => break,
+                Some(next) => {
+                    word.push(match next {
+                        '_' => ' ',
+                        'f' => '\x0c',
+                        'n' => '\n',
+                        'r' => '\r',
+                        't' => '\t',
+                        'v' => '\x0b',
+                        other => other,
+                    });
+                    in_word = true;
+                }
+                None => {
+                    word.push('\\');
+                    in_word = true;
+                }
+            },
+            other => {
+                word.push(other);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    words
 }
 
 /// Reserved words, which mean something else as the first word of a command.
@@ -873,4 +1200,126 @@ pub(super) fn find_exec_commands(words: &[String]) -> Vec<Range<usize>> {
         index += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split(' ').map(str::to_owned).collect()
+    }
+
+    /// The command one layer of `text` runs, and the shell strings it runs.
+    fn peeled(text: &str) -> (Vec<String>, Vec<String>) {
+        let all = words(text);
+        let peeled = peel(&all).expect("a wrapper");
+        let runs = match peeled.runs {
+            Rest::From(start) => all[start..].to_vec(),
+            Rest::Words(words) => words,
+        };
+        (runs, peeled.scripts)
+    }
+
+    #[test]
+    fn env_split_string_splits_as_gnu_env_does() {
+        for (string, want) in [
+            ("sudo -i", vec!["sudo", "-i"]),
+            ("'su'do -i", vec!["sudo", "-i"]),
+            ("\"sudo\" -i", vec!["sudo", "-i"]),
+            ("sudo\\_-i", vec!["sudo", "-i"]),
+            ("\"a\\_b\" c", vec!["a b", "c"]),
+            ("a'b c'd", vec!["ab cd"]),
+            ("'a\\'b' \"x\\\"y\"", vec!["a'b", "x\"y"]),
+            ("'a\\nb' a\\tb", vec!["a\\nb", "a\tb"]),
+            ("s\\udo", vec!["sudo"]),
+            ("sudo #-i", vec!["sudo"]),
+            ("a#b", vec!["a#b"]),
+            ("x\\cy z", vec!["x"]),
+            ("  a\t b  ", vec!["a", "b"]),
+            ("''", vec![""]),
+        ] {
+            assert_eq!(split_env_string(string), want, "{string}");
+        }
+        // The words are env's arguments again: its options and assignments are peeled.
+        assert_eq!(peeled("env -S sudo\\_-i x").0, ["env", "sudo", "-i", "x"]);
+        assert_eq!(peeled("env -S'su'do").0, ["env", "sudo"]);
+        assert_eq!(
+            peeled("env --split-string=-i\\_sudo").0,
+            ["env", "-i", "sudo"]
+        );
+    }
+
+    #[test]
+    fn programs_that_run_programs_are_peeled() {
+        for (text, runs) in [
+            ("setarch x86_64 -R sudo -i", "sudo -i"),
+            ("setarch i686 --addr-no-randomize sudo", "sudo"),
+            ("setarch -R sudo", "sudo"),
+            ("linux32 sudo -i", "sudo -i"),
+            ("x86_64 -v sudo", "sudo"),
+            (
+                "/lib64/ld-linux-x86-64.so.2 /usr/bin/sudo -i",
+                "/usr/bin/sudo -i",
+            ),
+            ("ld-linux-aarch64.so.1 --library-path /x sudo", "sudo"),
+            ("ld.so --preload x.so --argv0 y sudo", "sudo"),
+            ("ld-musl-x86_64.so.1 sudo", "sudo"),
+            ("logsave -a /tmp/log sudo -i", "sudo -i"),
+            ("ssh-agent -t 60 -a /tmp/s sudo", "sudo"),
+            ("systemd-inhibit --what=shutdown --why x sudo", "sudo"),
+            ("systemd-cat -t tag -p info sudo", "sudo"),
+            ("dbus-run-session --config-file x -- sudo", "sudo"),
+            ("dbus-run-session sudo", "sudo"),
+            ("eatmydata -- sudo", "sudo"),
+            ("valgrind --tool=none -q sudo", "sudo"),
+            ("xvfb-run -a -s '-screen' -w 3 sudo", "sudo"),
+            ("unbuffer -p sudo", "sudo"),
+            ("tini -s -p SIGKILL -- sudo", "sudo"),
+            ("tini sudo", "sudo"),
+            ("dumb-init -c --rewrite 15:9 sudo", "sudo"),
+            ("chpst -u nobody -/ /x -v sudo", "sudo"),
+            ("setuidgid me sudo", "sudo"),
+            ("softlimit -m 100 sudo", "sudo"),
+            ("cgexec -g cpu:/x -g memory:/y --sticky sudo", "sudo"),
+            ("faketime -f 2020-01-01 sudo -i", "sudo -i"),
+            ("faketime --exclude-monotonic @1 sudo", "sudo"),
+            (
+                "start-stop-daemon --start --exec /usr/bin/sudo -- -i",
+                "/usr/bin/sudo -i",
+            ),
+            (
+                "start-stop-daemon -S -x /bin/true -a /usr/bin/sudo -- -i",
+                "/usr/bin/sudo -i",
+            ),
+            ("start-stop-daemon -S -b -x/usr/bin/sudo", "/usr/bin/sudo"),
+            (
+                "start-stop-daemon --start --startas=sudo --exec /bin/true",
+                "sudo",
+            ),
+            ("gdb -q -batch -ex run --args sudo -i", "sudo -i"),
+        ] {
+            assert_eq!(peeled(text).0.join(" "), runs, "{text}");
+        }
+        assert!(peeled("start-stop-daemon --stop --pidfile /run/x")
+            .0
+            .is_empty());
+        assert!(peeled("gdb ./prog core").0.is_empty());
+        let gdb: Vec<String> = [
+            "gdb",
+            "-batch",
+            "-ex",
+            "shell x",
+            "--eval-command=!y",
+            "-iex",
+        ]
+        .iter()
+        .chain(&["z", "--ex", "shell\tw", "prog"])
+        .map(|w| (*w).to_owned())
+        .collect();
+        assert_eq!(peel(&gdb).expect("a wrapper").scripts, ["x", "y", "w"]);
+        assert_eq!(peeled("gdb -ex !sudo").1, ["sudo"]);
+        assert!(peel(&words("ld-2.so")).is_none());
+        assert!(peel(&words("ldd /bin/ls")).is_none());
+    }
 }
