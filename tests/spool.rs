@@ -1342,3 +1342,85 @@ fn a_restored_stream_has_the_time_it_last_grew() {
     }
     assert!(near(mtime(&mount, "stderr"), started), "never written");
 }
+
+/// A stream that lost bytes to `--max-spool` and then ran past `--max-output`: where
+/// `output` drops the lines that counted them, its one notice counts every byte it
+/// does not show and says why some were not kept, and `result.json` counts what the
+/// file holds.
+#[test]
+fn output_counts_bytes_lost_to_the_spool_bound_where_it_drops_their_lines() {
+    let flags = tempfile::tempdir().unwrap();
+    let (go, more) = (flags.path().join("go"), flags.path().join("more"));
+    let mount = Mount::with_args(&["--max-output", "1000", "--max-spool", "4k"]);
+    // Three full streams and a half one (each with its index record) leave 532 bytes.
+    let fillers = [("F0", 1000), ("F1", 1000), ("F2", 1000), ("F3", 500)];
+    for (name, bytes) in fillers {
+        std::fs::write(
+            mount.p(&format!("ctl/{name}")),
+            format!(
+                "head -c {bytes} /dev/zero | tr '\\0' f; {}",
+                until_exists(&go)
+            ),
+        )
+        .unwrap();
+        assert!(
+            wait_until(Duration::from_secs(20), || {
+                json(&mount, &format!("cmd/{name}/result.json"))["stdout"]["bytes"] == bytes
+            }),
+            "{name}"
+        );
+    }
+    std::fs::write(
+        mount.p("ctl/B"),
+        format!(
+            "head -c 3000 /dev/zero | tr '\\0' b >&2; {}; echo err-after >&2; \
+             head -c 5000 /dev/zero | tr '\\0' c",
+            until_exists(&more)
+        ),
+    )
+    .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || {
+        json(&mount, "cmd/B/result.json")["stderr"]["bytes"] == 3000
+    }));
+    let fitted = json(&mount, "cmd/B/result.json")["stderr"]["kept"]
+        .as_u64()
+        .unwrap();
+    assert!(fitted <= 4096 - (3 * 1016 + 516) - 16, "{fitted} fitted");
+    // What fitted fills `output`'s head (a quarter of 1000), so the lines that follow
+    // it lie between the head and the tail once stdout runs past the bound.
+    assert!(fitted > 250, "{fitted} fitted");
+    let refused = 3000 - fitted;
+    std::fs::write(&go, "").unwrap();
+    for (name, _) in fillers {
+        assert_eq!(mount.wait(name), "completed\n", "{name}");
+    }
+    std::fs::write(&more, "").unwrap();
+    assert_eq!(mount.wait("B"), "completed\n");
+    // stderr is under the bound: its lines show where the gap was, with the count.
+    let stderr = format!(
+        "{}\n[terminalfs: output from here on was not kept: the spool reached --max-spool \
+         (4k) with running commands alone]\n[terminalfs: {refused} bytes were not kept \
+         there]\nerr-after\n",
+        "b".repeat(fitted as usize)
+    );
+    assert_eq!(mount.read("cmd/B/stderr"), stderr);
+    // `output` drops those lines: its notice counts the bytes they counted too.
+    let written = 3000 + 10 + 5000;
+    let notice = format!(
+        "\n[terminalfs: {} bytes were dropped here ({refused} of them were not kept: the \
+         spool reached --max-spool with running commands alone); the first 250 and the \
+         newest 750 bytes are kept]\n",
+        written - 1000
+    );
+    let output = mount.read("cmd/B/output");
+    assert_eq!(
+        output,
+        format!("{}{notice}{}", "b".repeat(250), "c".repeat(750))
+    );
+    let result = json(&mount, "cmd/B/result.json");
+    assert_eq!(result["output"]["bytes"], written, "{result}");
+    assert_eq!(result["output"]["kept"], 1000, "{result}");
+    assert_eq!(result["output"]["dropped"], written - 1000, "{result}");
+    assert_eq!(result["stderr"]["kept"], fitted + 10, "{result}");
+    assert_eq!(result["stderr"]["dropped"], refused, "{result}");
+}

@@ -35,7 +35,8 @@ impl View {
     /// The view a fresh open of `stream` gets: the whole stream while nothing was
     /// dropped, else the head, one notice line with the exact count, and the newest bytes.
     pub fn fresh(job: &Job, stream: Stream) -> View {
-        let kept = job.extent(stream).kept;
+        let extent = job.extent(stream);
+        let kept = extent.kept;
         if kept.dropped() == 0 {
             return View::whole();
         }
@@ -45,10 +46,19 @@ impl View {
         } else {
             "\n"
         };
+        // The count is of the command's bytes: notice lines dropped here are not in it,
+        // and the bytes they counted are, with why they were not kept.
+        let refused = match extent.hidden_refused {
+            0 => String::new(),
+            count => format!(
+                " ({count} of them were not kept: the spool reached --max-spool with \
+                 running commands alone)"
+            ),
+        };
         let notice = format!(
-            "{lead}[terminalfs: {} bytes were dropped here; the first {} and the newest {} \
-             bytes are kept]\n",
-            kept.dropped(),
+            "{lead}[terminalfs: {} bytes were dropped here{refused}; the first {} and the \
+             newest {} bytes are kept]\n",
+            extent.hidden,
             kept.head_end,
             kept.end - kept.tail_start,
         );

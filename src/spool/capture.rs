@@ -22,7 +22,9 @@
 //! line and a second one with the exact count of bytes dropped, so readers see the
 //! stream only grow. A stream whose gap is still open when output ends gets that count
 //! line too. The notice lines stored among the stream's bytes are counted (`noted`) so
-//! that byte counts stay the command's own.
+//! that byte counts stay the command's own. Where such lines (in a stream or in
+//! `output`) fall between the head and the tail they are not shown: the bytes they
+//! counted are then among those the head-and-tail notice counts ([`Extent::hidden`]).
 
 use super::layout::{Kept, Layout};
 use super::{Spool, Store};
@@ -83,6 +85,14 @@ pub struct Extent {
     pub stop_notice: Option<Arc<[u8]>>,
     /// Bytes of notice lines among the stored ones, which the command did not write.
     pub noted: u64,
+    /// Bytes of those notice lines that are held (in the head or the tail).
+    pub held_noted: u64,
+    /// Bytes the command wrote that the head-and-tail notice stands for: those stored
+    /// and dropped between the head and the tail, and those never stored whose notice
+    /// lines fell there (so no line shown counts them).
+    pub hidden: u64,
+    /// Of `hidden`, the bytes never stored because the spool had no room.
+    pub hidden_refused: u64,
 }
 
 /// What a read found: the held ranges as they were then, and whether the files were
@@ -106,10 +116,10 @@ impl Held {
 }
 
 impl Extent {
-    /// Bytes the command wrote that are held: the held ones less the notice lines.
-    /// (A notice line dropped between head and tail still counts as a notice.)
+    /// Bytes the command wrote that are held: the held ones less the notice lines
+    /// among them.
     pub fn kept_written(&self) -> u64 {
-        self.kept.held().saturating_sub(self.noted)
+        self.kept.held().saturating_sub(self.held_noted)
     }
 
     /// Bytes not kept: dropped between head and tail, plus those never stored.
@@ -220,6 +230,43 @@ impl Header {
     }
 }
 
+/// A notice line stored among a stream's bytes where a gap closed: where it starts in
+/// its stream (`slot`: 0 stdout, 1 stderr) and in `output`, its length, and the count
+/// of bytes it stands for.
+#[derive(Debug, Clone, Copy)]
+struct Note {
+    slot: usize,
+    at: u64,
+    out_at: u64,
+    len: u64,
+    refused: u64,
+}
+
+/// Where the notice lines of one file (stdout, stderr, output) are, as its extent
+/// needs it: bytes of them that are held, and the bytes counted by those not shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub held: u64,
+    pub hidden_refused: u64,
+}
+
+/// The key of a command's record under which [`Seen`] of its three files is saved
+/// once it has notice lines, so that a restart shows the same counts.
+pub(crate) const NOTICES_KEY: &str = "notices";
+const SEEN_FILES: [(Stream, &str); 3] = [
+    (Stream::Stdout, "stdout"),
+    (Stream::Stderr, "stderr"),
+    (Stream::Output, "output"),
+];
+
+fn seen_index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+        Stream::Output => 2,
+    }
+}
+
 struct Files {
     stdout: File,
     stderr: File,
@@ -275,6 +322,11 @@ pub struct Capture {
     /// not since this capture was made). Not derived from the monotonic clock, which
     /// stops while the machine sleeps.
     grew: [Option<SystemTime>; 2],
+    /// The notice lines stored since this capture was made.
+    notes: Vec<Note>,
+    /// For a capture restored with notice lines: what its files showed of them, as
+    /// saved in its record (or, from a record without it, every line as held).
+    restored: Option<[Seen; 3]>,
 }
 
 impl Capture {
@@ -296,7 +348,43 @@ impl Capture {
             checkpointed: Instant::now(),
             dirty: false,
             grew: [None; 2],
+            notes: Vec::new(),
+            restored: (header.stdout.noted + header.stderr.noted > 0).then(|| {
+                let held = |noted| Seen {
+                    held: noted,
+                    hidden_refused: 0,
+                };
+                [
+                    held(header.stdout.noted),
+                    held(header.stderr.noted),
+                    held(header.stdout.noted + header.stderr.noted),
+                ]
+            }),
         }
+    }
+
+    /// Takes what a restored capture's files showed of its notice lines from its
+    /// saved record (see [`NOTICES_KEY`]); a value not of that form changes nothing.
+    pub(crate) fn restore_notices(&mut self, saved: &serde_json::Value) {
+        let Some(restored) = &mut self.restored else {
+            return;
+        };
+        let mut read = [Seen::default(); 3];
+        for (index, (_, file)) in SEEN_FILES.iter().enumerate() {
+            let pair = saved[*file].as_array().map(|pair| {
+                pair.iter()
+                    .filter_map(serde_json::Value::as_u64)
+                    .collect::<Vec<_>>()
+            });
+            let Some([held, hidden_refused]) = pair.as_deref() else {
+                return;
+            };
+            read[index] = Seen {
+                held: *held,
+                hidden_refused: *hidden_refused,
+            };
+        }
+        *restored = read;
     }
 
     pub fn name(&self) -> &str {
@@ -307,9 +395,25 @@ impl Capture {
         &self.store
     }
 
-    /// Saves (replaces) the command's record next to its output.
+    /// Saves (replaces) the command's record next to its output, with what its files
+    /// show of its notice lines when it has any.
     pub fn save(&self, meta: &serde_json::Value) {
-        self.spool.save(&self.store, meta);
+        let noted = self.header.stdout.noted + self.header.stderr.noted;
+        let mut meta = meta.clone();
+        if let (true, Some(map)) = (noted > 0, meta.as_object_mut()) {
+            let seen = SEEN_FILES
+                .iter()
+                .map(|(stream, file)| {
+                    let seen = self.seen(*stream, &self.extent_kept(*stream));
+                    (
+                        file.to_string(),
+                        serde_json::json!([seen.held, seen.hidden_refused]),
+                    )
+                })
+                .collect();
+            map.insert(NOTICES_KEY.into(), serde_json::Value::Object(seen));
+        }
+        self.spool.save(&self.store, &meta);
     }
 
     /// Bytes the files take, by their counts.
@@ -356,6 +460,7 @@ impl Capture {
         let dropped = self.gaps[slot];
         // A gap closes with its notice, stored where readers saw it shown, and only
         // with at least one byte of the command's own after it.
+        let (at, out_at) = (self.counts(stream).end, self.header.out_end);
         let stored = if dropped == 0 {
             self.store_bytes(stream, bytes, 1).map(|stored| (stored, 0))
         } else {
@@ -368,6 +473,13 @@ impl Capture {
         match stored {
             Ok((stored, noted)) => {
                 if noted > 0 {
+                    self.notes.push(Note {
+                        slot,
+                        at,
+                        out_at,
+                        len: noted as u64,
+                        refused: dropped,
+                    });
                     self.counts_mut(stream).noted += noted as u64;
                     self.gaps[slot] = 0;
                     self.header.stopped = self.gaps.iter().any(|gap| *gap > 0);
@@ -606,6 +718,39 @@ impl Capture {
         self.store.set_finished(Capture::disk_bytes(&self.header));
     }
 
+    /// The held ranges of `stream` now.
+    fn extent_kept(&self, stream: Stream) -> Kept {
+        match stream {
+            Stream::Output => self.output_kept(),
+            stream => self.data.kept(self.counts(stream).end),
+        }
+    }
+
+    /// What the file of `stream`, holding `kept`, shows of the notice lines stored
+    /// among its bytes.
+    fn seen(&self, stream: Stream, kept: &Kept) -> Seen {
+        if let Some(restored) = &self.restored {
+            return restored[seen_index(stream)];
+        }
+        let mut seen = Seen::default();
+        for note in &self.notes {
+            let start = match stream {
+                Stream::Output => note.out_at,
+                stream if Capture::gap_slot(stream) == note.slot => note.at,
+                _ => continue,
+            };
+            let end = start + note.len;
+            let overlap = |from: u64, to: u64| end.min(to).saturating_sub(start.max(from));
+            let held = overlap(0, kept.head_end) + overlap(kept.tail_start, kept.end);
+            seen.held += held;
+            // A line not wholly shown does not count its bytes where it is read.
+            if held < note.len {
+                seen.hidden_refused += note.refused;
+            }
+        }
+        seen
+    }
+
     /// What a file of `stream` can show now.
     pub fn extent(&self, stream: Stream) -> Extent {
         let (kept, written, line_ended) = match stream {
@@ -639,11 +784,16 @@ impl Capture {
             None if gap > 0 => Some(self.gap_notice(stream, gap, self.header.sealed)),
             None => None,
         };
+        let seen = self.seen(stream, &kept);
+        let held_noted = seen.held.min(noted);
         Extent {
             kept,
             written: written - noted,
             stop_notice: stop_notice.map(Into::into),
             noted,
+            held_noted,
+            hidden: (kept.dropped() + held_noted).saturating_sub(noted) + seen.hidden_refused,
+            hidden_refused: seen.hidden_refused,
         }
     }
 

@@ -1082,6 +1082,9 @@ impl Spool {
         .filter_map(|file| modified(&dir.join(file)))
         .chain(self.last_alive)
         .max();
+        let notices = meta
+            .as_object_mut()
+            .and_then(|map| map.remove(capture::NOTICES_KEY));
         let name = meta["name"].as_str().unwrap_or_default().to_string();
         let Some(header) = read_header(dir)? else {
             // A refused command, or one that never wrote a byte.
@@ -1106,6 +1109,9 @@ impl Spool {
         let store = self.new_store(dir.to_path_buf(), disk, true, last_read, text);
         store.record.lock().marks = marks.clone();
         let mut capture = Capture::new(self.clone(), &name, store.clone(), header);
+        if let Some(notices) = &notices {
+            capture.restore_notices(notices);
+        }
         capture.seal();
         Ok(Restored {
             store,

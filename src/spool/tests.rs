@@ -263,6 +263,64 @@ fn output_refused_for_room_is_stored_again_once_room_frees() {
     assert!(!header.stopped);
 }
 
+/// A gap's notice lines that `output` drops between its head and its tail: what it
+/// keeps is the command's bytes only, and the bytes the head-and-tail notice stands
+/// for include those the lines counted, the same after a restart.
+#[test]
+fn notice_lines_dropped_from_output_leave_its_counts_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let before = {
+        // A capacity of 400 (a head of 100); the filler's two full streams and late's
+        // first bytes (each with its index record) fill the budget exactly.
+        let spool = spool_in(&state, 400, 2 * (400 + 16) + (100 + 16) + (2 + 16));
+        let mut filler = spool.capture("filler", b"x");
+        filler.append(Stream::Stdout, &[b'f'; 400]);
+        filler.append(Stream::Stderr, &[b'g'; 400]);
+        let mut late = spool.capture("late", b"x");
+        late.append(Stream::Stdout, &pattern(1, 100));
+        late.append(Stream::Stderr, b"e\n");
+        late.append(Stream::Stderr, &[b'r'; 500]);
+        assert_eq!(late.extent(Stream::Stderr).dropped(), 500);
+        filler.seal();
+        late.append(Stream::Stderr, b"after\n");
+        assert!(filler.store().evicted());
+        let stderr = late.extent(Stream::Stderr);
+        let noted = stderr.noted;
+        assert!(noted > 0 && stderr.stop_notice.is_none(), "the gap closed");
+        // stderr is short: its lines show, and they count the 500 bytes.
+        assert_eq!((stderr.kept_written(), stderr.dropped()), (8, 500));
+        assert_eq!((stderr.hidden, stderr.hidden_refused), (0, 0));
+        // stdout runs past the bound: `output`'s tail moves past the lines.
+        late.append(Stream::Stdout, &pattern(2, 2000));
+        let output = late.extent(Stream::Output);
+        assert_eq!(output.written, 100 + 2 + 500 + 6 + 2000);
+        assert_eq!(output.kept.held(), 400);
+        assert_eq!(output.kept.end, 100 + 2 + noted + 6 + 2000);
+        assert_eq!(output.held_noted, 0, "the lines are not held");
+        assert_eq!(output.kept_written(), 400, "what is held is the command's");
+        assert_eq!(output.dropped(), output.written - 400);
+        // The notice's count is every byte not shown: the stored ones dropped less the
+        // lines, and the 500 never stored.
+        assert_eq!(output.hidden, output.kept.dropped() - noted + 500);
+        assert_eq!(output.hidden, output.dropped());
+        assert_eq!(output.hidden_refused, 500);
+        let stdout = late.extent(Stream::Stdout);
+        assert_eq!((stdout.hidden, stdout.dropped()), (2100 - 400, 2100 - 400));
+        late.seal();
+        late.save(&serde_json::json!({"name": "late"}));
+        spool.sync();
+        [Stream::Stdout, Stream::Stderr, Stream::Output].map(|stream| late.extent(stream))
+    };
+    let spool = spool_in(&state, 400, 1 << 20);
+    let restored = spool.restore();
+    assert_eq!(restored.len(), 1);
+    assert!(restored[0].meta.get(super::capture::NOTICES_KEY).is_none());
+    let late = restored[0].capture.as_ref().unwrap();
+    let after = [Stream::Stdout, Stream::Stderr, Stream::Output].map(|stream| late.extent(stream));
+    assert_eq!(after, before);
+}
+
 /// A chunk only part of which fits what running commands leave of the budget: the
 /// part that fits is stored, the rest is the gap, and the notice counts exactly it.
 #[test]
