@@ -91,4 +91,18 @@ pub const FINDINGS: &[&str] = &[
     // A `$((` that is not arithmetic is cut at its matching `)` without reading heredocs.
     "echo $((cat) <<E\n)\nzapme\nE",
     "( echo $((<<'E'\n zapme $1 ) && rm -rf / $'a\\0b' \"'\")\n</dev/null cat <<E${x} && ls\nid -- \"'\"\nls \"'\"\nE${x}\ngit push \"'\" -- && /usr/bin/zapme {a,b} a ) & X=1 $'zapme' -- a >/dev/null; while sudo id; do X=1 <<<x git push -- <<<x; break; done",
+    // An array element's subscript before a command is one word up to its `]`: an
+    // operator or a blank inside it does not end the word, `<<` starts no heredoc.
+    "a['0']=1 zapme",
+    "a[x<<1]=1 zapme",
+    "a[$(:)]=1 zapme",
+    "a[x>1]=1 zapme",
+    "a[x|1]=1 zapme",
+    "a[x&1]=1 zapme",
+    "a[0;0]=1 zapme",
+    "a[1 ]=1 zapme",
+    "a[1<<2]=3\nzapme",
+    "a[$(zapme)]=1",
+    "echo a[x; zapme]",
+    "X=1 >f a[x; zapme]=1",
 ];

@@ -80,6 +80,8 @@ struct ListState {
     list_undo: Option<Option<String>>,
     /// A compound command inside which the directory changed has ended: it is unknown.
     forget_dir: bool,
+    /// The last thing read was a redirection (and its target).
+    redirection_last: bool,
 }
 
 /// A compound command or subshell open around the command being read.
@@ -149,6 +151,7 @@ impl<'s> Parser<'s> {
             undo: None,
             list_undo: None,
             forget_dir: false,
+            redirection_last: false,
         };
         loop {
             if cx.refusal.is_some() {
@@ -163,6 +166,7 @@ impl<'s> Parser<'s> {
                 return;
             };
             let before = self.pos;
+            let after_redirection = std::mem::take(&mut st.redirection_last);
             match byte {
                 b'#' => self.skip_comment(),
                 b'\n' => {
@@ -213,6 +217,7 @@ impl<'s> Parser<'s> {
                             self.advance(1);
                         }
                         self.redirect_target(cx);
+                        st.redirection_last = true;
                         st.redirected |= st.words.is_empty();
                         st.after_redirection();
                     }
@@ -279,10 +284,18 @@ impl<'s> Parser<'s> {
                         st.redirected |= st.words.is_empty();
                         st.after_redirection();
                         self.redirect(cx, &mut st);
+                        st.redirection_last = true;
                     }
                 }
                 _ => {
                     let start = self.pos;
+                    // bash reads `NAME[...]` as a subscript only where an assignment may
+                    // stand: first, or after assignments but not right after a
+                    // redirection's target (`X=1 >f a[x;y]` is `a[x` then `y]`).
+                    self.assignment_ok =
+                        matches!(st.mode, Mode::Command | Mode::Time | Mode::Coproc)
+                            && (st.words.is_empty()
+                                || !after_redirection && st.words.iter().all(|w| w.assignment));
                     let word = self.lex_word(cx);
                     if word.text.is_empty() && vanishes(&self.src[start..self.pos]) {
                         // `"$@"` with no arguments is no word at all.

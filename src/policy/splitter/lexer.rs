@@ -236,6 +236,10 @@ impl<'s> Parser<'s> {
     /// Reads one word, entering every expansion in it.
     pub(super) fn lex_word(&mut self, cx: &mut Context) -> Word {
         let mut word = Word::default();
+        // Only this word may start with an element's subscript, not the words inside it.
+        let assignment_ok = std::mem::take(&mut self.assignment_ok);
+        // The word so far is `NAME[subscript]` and `=` or `+=` follows it.
+        let mut subscripted = false;
         while let Some(byte) = self.peek() {
             let before = word.text.len();
             match byte {
@@ -306,7 +310,7 @@ impl<'s> Parser<'s> {
                         Some(open) if name.ends_with(b"]") => &name[..open],
                         _ => name,
                     };
-                    if !word.assignment && word.plain() && is_name(name) {
+                    if !word.assignment && (subscripted || word.plain() && is_name(name)) {
                         word.assignment = true;
                         word.text.push(b'=');
                         self.advance(1);
@@ -325,6 +329,38 @@ impl<'s> Parser<'s> {
                     word.brace = true;
                     word.text.push(b'{');
                     self.advance(1);
+                }
+                b'[' if assignment_ok && word.plain() && is_name(&word.text) => {
+                    // Where an assignment may stand, bash reads `NAME[` up to its matching
+                    // `]` as one word: blanks, operators and quotes inside do not end it
+                    // (`a[x<<1]=1`, `a[0;0]=1`). The subscript is arithmetic, expanded
+                    // when the element is assigned: its substitutions run, also in single
+                    // quotes.
+                    if self.depth + 1 >= MAX_DEPTH {
+                        self.give_up(cx);
+                        break;
+                    }
+                    let start = self.pos;
+                    self.advance(1);
+                    self.depth += 1;
+                    let group = Group {
+                        expands_single: true,
+                        ..Group::entering(b'[', b']', true)
+                    };
+                    let closed = self.scan_group(cx, group);
+                    self.depth -= 1;
+                    if closed {
+                        self.advance(1);
+                    }
+                    let subscript = &self.src[start..self.pos];
+                    word.text.extend_from_slice(subscript);
+                    word.glob = true;
+                    if subscript.iter().any(|b| b"$`".contains(b)) {
+                        word.expanded = true;
+                        word.dynamic = true;
+                    }
+                    let rest = self.rest();
+                    subscripted = closed && (rest.starts_with(b"=") || rest.starts_with(b"+="));
                 }
                 b'*' | b'?' | b'[' => {
                     word.glob |= byte != b'[' || self.rest()[1..].contains(&b']');

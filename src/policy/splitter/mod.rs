@@ -5,7 +5,10 @@
 //!
 //! The model is a single left-to-right pass over the bytes. Words are built with quote
 //! removal (`'...'`, `"..."`, `$'...'` with its escapes decoded, `$"..."`) and backslash
-//! removal; commands are cut at `;` `&&` `||` `|` `|&` `&` and newlines; redirections and
+//! removal, and where an assignment may stand `NAME[` is read up to its matching `]` as
+//! bash reads it (blanks, operators and quotes inside the subscript do not end the word,
+//! and its substitutions are entered: `a[x<<1]=1 cmd` assigns and runs `cmd`);
+//! commands are cut at `;` `&&` `||` `|` `|&` `&` and newlines; redirections and
 //! their targets are dropped; comments are dropped; heredoc bodies are skipped as data (an
 //! unquoted delimiter's body is still searched for `$( )` and backticks, which the shell
 //! expands). Command substitution `$( )`, backticks, process substitution `<( )`/`>( )`,
@@ -312,6 +315,9 @@ struct Parser<'s> {
     heredocs: Vec<Heredoc>,
     /// The word of the last `${x:-word}` read, for the word's alternative spelling.
     default_word: Option<Vec<u8>>,
+    /// The next word stands where an assignment may (a command's first word, or after
+    /// assignments), so `NAME[...]` in it is read up to its matching `]`.
+    assignment_ok: bool,
 }
 
 impl<'s> Parser<'s> {
@@ -324,6 +330,7 @@ impl<'s> Parser<'s> {
             last_substitution: None,
             heredocs: Vec::new(),
             default_word: None,
+            assignment_ok: false,
         }
     }
 
