@@ -241,6 +241,9 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(posh -s)",
     "Bash(csh -s)",
     "Bash(tcsh -s)",
+    // The running shell sourcing a pipe (`. <(curl ...)`), spelled the same way.
+    "Bash(. -s)",
+    "Bash(source -s)",
     // Opening the whole disk to everyone.
     "Bash(chmod -R 777 /)",
     "Bash(chmod -R 777 /[*])",

@@ -105,4 +105,23 @@ pub const FINDINGS: &[&str] = &[
     "a[$(zapme)]=1",
     "echo a[x; zapme]",
     "X=1 >f a[x; zapme]=1",
+    // An unquoted heredoc's lines are joined at a backslash-newline before the delimiter
+    // is looked for.
+    "cat <<EOF\nE\\\nOF\nzapme\nEOF",
+    "cat <<-EOF\nE\\\nOF\nzapme\nEOF",
+    "x=$(cat <<EOF\nE\\\nOF\nzapme\nEOF\n)",
+    // A backslash-newline after `$` is removed first; `$'..'` in a default is decoded.
+    "$\\\n'\\x7aapme'",
+    "$\\\n\"zapme\"",
+    "$\\\n{HOME:+zapme}",
+    "${x:-$'zapme'}",
+    "\"${x:-$'zapme'}\"",
+    // A shell inside a compound command, or after `exec <<<`, reads the text given to
+    // them; so do `.` and `source` of standard input.
+    "{ sh; } <<< 'zapme'",
+    "( sh ) <<< 'zapme'",
+    "if true; then sh; fi <<< 'zapme'",
+    "exec 0<<< 'zapme'; sh",
+    ". /dev/stdin <<< 'zapme'",
+    "source /proc/self/fd/0 <<< 'zapme'",
 ];

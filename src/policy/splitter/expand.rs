@@ -285,8 +285,9 @@ pub(super) enum Parameter {
     /// A positional or special parameter of the script, whose value is known (empty,
     /// unless a `-c` string was given arguments).
     Known(Vec<u8>),
-    /// A variable with a default (`${x:-word}`, `${x-word}`, `${x:=word}`): the word is
-    /// what it stands for when the variable is unset.
+    /// A variable with a default (`${x:-word}`, `${x-word}`, `${x:=word}`) or an
+    /// alternate value (`${x:+word}`, `${x+word}`): the word is what it stands for when
+    /// the variable is unset (or set).
     Default(Vec<u8>),
     /// A form whose value the shell computes in a way that can run commands: `${x@P}`
     /// expands a prompt string; a substring offset holding quotes or expansions is
@@ -354,22 +355,35 @@ pub(super) fn parameter(inner: &[u8], args: &[Vec<u8>]) -> Parameter {
             (_, Some(_)) => Vec::new(),
             _ => value,
         }),
-        None => match default {
+        None => match default.or(alternate) {
             Some(word) if !name.is_empty() && !word.is_empty() => Parameter::Default(word),
             _ => Parameter::Unknown,
         },
     }
 }
 
-/// A word with its quotes and backslashes removed, crudely (no expansion).
+/// A word with its quotes and backslashes removed, crudely (no expansion), and each
+/// `$'...'` decoded (bash decodes it in a `${x:-word}`, also inside double quotes).
 fn unquote(word: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(word.len());
-    let mut bytes = word.iter();
-    while let Some(&b) = bytes.next() {
+    let mut at = 0;
+    while let Some(&b) = word.get(at) {
         match b {
-            b'\'' | b'"' => {}
-            b'\\' => out.extend(bytes.next()),
-            other => out.push(other),
+            b'$' if word.get(at + 1) == Some(&b'\'') => {
+                let mut parser = super::Parser::new(word, 0);
+                parser.pos = at + 2;
+                parser.ansi_c_quoted(&mut out);
+                at = parser.pos;
+            }
+            b'\'' | b'"' => at += 1,
+            b'\\' => {
+                out.extend(word.get(at + 1));
+                at += 2;
+            }
+            other => {
+                out.push(other);
+                at += 1;
+            }
         }
     }
     out

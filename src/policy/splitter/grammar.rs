@@ -82,6 +82,12 @@ struct ListState {
     forget_dir: bool,
     /// The last thing read was a redirection (and its target).
     redirection_last: bool,
+    /// How many of `frames`, from the outermost, hold a shell that reads the standard input
+    /// the text has: a heredoc or here-string given to such a frame is its script.
+    readers: usize,
+    /// The compound command or subshell just closed holds such a shell, so a heredoc or
+    /// here-string after it (`{ sh; } <<< x`) is that shell's script.
+    closed_reader: bool,
 }
 
 /// A compound command or subshell open around the command being read.
@@ -125,6 +131,8 @@ struct Stdin {
     strings: Vec<Vec<u8>>,
     /// How the last one was written, for the command's spelling (`<<EOF`, `<<<`).
     marker: Option<String>,
+    /// Standard input is a process substitution (`sh < <(curl x)`): a pipe.
+    process: bool,
 }
 
 impl<'s> Parser<'s> {
@@ -152,6 +160,8 @@ impl<'s> Parser<'s> {
             list_undo: None,
             forget_dir: false,
             redirection_last: false,
+            readers: 0,
+            closed_reader: false,
         };
         loop {
             if cx.refusal.is_some() {
@@ -269,6 +279,7 @@ impl<'s> Parser<'s> {
                                         break;
                                     }
                                 }
+                                closed_frames(&mut st);
                             } else if until == Until::Paren {
                                 return;
                             }
@@ -531,9 +542,18 @@ impl<'s> Parser<'s> {
         let piped = std::mem::take(&mut st.piped);
         let stdin = std::mem::take(&mut st.stdin);
         let coproc = std::mem::take(&mut st.coproc);
+        let closed_reader = std::mem::take(&mut st.closed_reader);
         st.undo = None;
         if std::mem::take(&mut st.forget_dir) {
             cx.set_dir(None);
+        }
+        // `exec <<< x` gives every command after it that standard input, so a shell started
+        // later reads it: it is split as a script at once.
+        let exec_only = st.words.len() == 1 && st.words[0].is("exec");
+        if (st.words.is_empty() && closed_reader) || exec_only {
+            // A heredoc or here-string given to a compound command or subshell is read by
+            // the shell inside it (`{ sh; } <<< x`, `( sh ) <<EOF`).
+            self.feed_shell(cx, &stdin);
         }
         if st.words.is_empty() {
             return;
@@ -542,7 +562,7 @@ impl<'s> Parser<'s> {
         // A command in a pipeline or after `coproc` runs in a subshell: a `cd` there
         // changes nothing after it.
         let change = directory_change(&words).filter(|_| !(piped || coproc));
-        let input = match (&stdin.marker, piped) {
+        let input = match (&stdin.marker, piped || stdin.process) {
             (Some(marker), _) => Input::Here(marker.clone()),
             (None, true) => Input::Pipe,
             (None, false) => Input::Inherited,
@@ -572,11 +592,10 @@ impl<'s> Parser<'s> {
         };
         if reads_stdin {
             // A shell reading its script from standard input: what it reads is commands.
-            for flag in &stdin.heredocs {
-                flag.set(true);
-            }
-            for text in &stdin.strings {
-                sub_parse(cx, text, self.depth + 1);
+            self.feed_shell(cx, &stdin);
+            if matches!(input, Input::Inherited) {
+                // It reads what a redirection of the frames around it gives them.
+                st.readers = st.frames.len();
             }
         }
         if let Some(change) = change {
@@ -602,6 +621,17 @@ impl<'s> Parser<'s> {
             }
             st.undo = Some(before);
             cx.set_dir(after);
+        }
+    }
+
+    /// Splits the heredocs and here-strings of a command as the script of a shell reading
+    /// them.
+    fn feed_shell(&self, cx: &mut Context, stdin: &Stdin) {
+        for flag in &stdin.heredocs {
+            flag.set(true);
+        }
+        for text in &stdin.strings {
+            sub_parse(cx, text, self.depth + 1);
         }
     }
 
@@ -640,6 +670,7 @@ impl<'s> Parser<'s> {
                                 let word = self.lex_word(cx);
                                 st.stdin.strings.push(word.text);
                                 st.stdin.marker = Some("<<<".to_owned());
+                                st.stdin.process = false;
                             }
                             return;
                         }
@@ -676,6 +707,12 @@ impl<'s> Parser<'s> {
             target.text.iter().all(u8::is_ascii_digit) || target.text.starts_with(b"-");
         if writing && !(duplicates && descriptor) {
             cx.writes(&target.text);
+        }
+        if first == Some(b'<') && !writing && !duplicates && target.text == b"<(...)" {
+            // `sh < <(curl x)` reads a pipe as `curl x | sh` does (the last redirection of
+            // standard input is the one it reads).
+            st.stdin.process = true;
+            st.stdin.marker = None;
         }
         // A target is brace-expanded too (more than one word is an error bash reports
         // after running the substitutions of each).
@@ -730,6 +767,7 @@ impl<'s> Parser<'s> {
         let feeds_shell = Rc::new(Cell::new(false));
         st.stdin.heredocs.push(feeds_shell.clone());
         st.stdin.marker = Some(format!("<<{}", String::from_utf8_lossy(&delimiter)));
+        st.stdin.process = false;
         self.heredocs.push(Heredoc {
             depth: self.depth,
             feeds_shell,
@@ -944,6 +982,16 @@ fn close_compound(st: &mut ListState) {
     if let Some(Frame::Compound(changed)) = st.frames.last() {
         st.forget_dir |= *changed;
         st.frames.pop();
+        closed_frames(st);
+    }
+}
+
+/// After frames were closed: notes whether one of them held a shell reading the standard
+/// input the text has.
+fn closed_frames(st: &mut ListState) {
+    if st.frames.len() < st.readers {
+        st.readers = st.frames.len();
+        st.closed_reader = true;
     }
 }
 

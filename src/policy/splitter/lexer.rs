@@ -94,29 +94,29 @@ impl<'s> Parser<'s> {
             let mut body_end = self.src.len();
             while self.pos < self.src.len() {
                 let line_start = self.pos;
-                let line_end = match self.rest().iter().position(|&b| b == b'\n') {
-                    Some(offset) => line_start + offset,
-                    None => self.src.len(),
-                };
-                let line = &self.src[line_start..line_end];
+                let (line, line_end) = self.heredoc_line(heredoc.expand);
                 let tabs = if heredoc.strip_tabs {
                     line.iter().take_while(|&&b| b == b'\t').count()
                 } else {
                     0
                 };
-                let line = &line[tabs..];
+                let logical = &line[tabs..];
                 self.pos = (line_end + 1).min(self.src.len());
-                if line == heredoc.delimiter.as_slice() {
+                if logical == heredoc.delimiter.as_slice() {
                     body_end = line_start;
                     break;
                 }
-                let rest = line.strip_prefix(heredoc.delimiter.as_slice());
+                let rest = logical.strip_prefix(heredoc.delimiter.as_slice());
                 if self.substitutions > 0 && rest.is_some_and(|r| r.contains(&b')')) {
                     // Inside `$( )` bash ends the body at a line that starts with the
                     // delimiter and holds a `)`, and reads on right after the delimiter
                     // (`E)` closes the substitution; `Ex)` runs `x`).
                     body_end = line_start;
-                    self.pos = line_start + tabs + heredoc.delimiter.len();
+                    self.pos = source_offset(
+                        &self.src[line_start..line_end],
+                        tabs + heredoc.delimiter.len(),
+                        heredoc.expand,
+                    ) + line_start;
                     break;
                 }
             }
@@ -129,6 +129,35 @@ impl<'s> Parser<'s> {
                 self.expand_as_double_quoted(cx, body);
             }
         }
+    }
+
+    /// The heredoc body line at the position and where it ends (its newline, or the end of
+    /// the input). In the body of an unquoted delimiter bash removes each backslash-newline
+    /// before it compares a line with the delimiter, so `E\` and `OF` on the next line are
+    /// the line `EOF`; an escaped backslash (`\\`) joins nothing.
+    fn heredoc_line(&self, join: bool) -> (std::borrow::Cow<'s, [u8]>, usize) {
+        let rest = self.rest();
+        let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+        if !join || !rest[..end].contains(&b'\\') {
+            return (std::borrow::Cow::Borrowed(&rest[..end]), self.pos + end);
+        }
+        let mut line = Vec::with_capacity(end);
+        let mut at = 0;
+        while let Some(&byte) = rest.get(at) {
+            match (byte, rest.get(at + 1)) {
+                (b'\n', _) => break,
+                (b'\\', Some(b'\n')) => at += 2,
+                (b'\\', Some(&next)) => {
+                    line.extend_from_slice(&[byte, next]);
+                    at += 2;
+                }
+                _ => {
+                    line.push(byte);
+                    at += 1;
+                }
+            }
+        }
+        (std::borrow::Cow::Owned(line), self.pos + at.min(rest.len()))
     }
 
     /// Reads `text` as the inside of a double-quoted string (with no closing quote), so the
@@ -550,7 +579,14 @@ impl<'s> Parser<'s> {
         buf: &mut Vec<u8>,
         in_quotes: bool,
     ) -> Dollar {
-        let start = self.pos;
+        // bash removes a backslash-newline before it reads what follows the `$`
+        // (`$\<newline>'\x73udo'` is `$'\x73udo'`): the `$` is read as if it stood at the
+        // last newline removed.
+        let mut start = self.pos;
+        while self.src.get(start + 1..start + 3) == Some(b"\\\n") {
+            start += 2;
+        }
+        self.pos = start;
         match self.peek_at(1) {
             Some(b'(') => {
                 if self.peek_at(2) == Some(b'(') && cx.budget > 0 {
@@ -610,7 +646,8 @@ impl<'s> Parser<'s> {
                 // an expansion of its own stands as `${...}`.
                 let raw = &self.src[start..self.pos];
                 if raw.len() <= MAX_PARAMETER && !raw[1..].iter().any(|b| b"$`".contains(b)) {
-                    buf.extend_from_slice(raw);
+                    buf.push(b'$');
+                    buf.extend_from_slice(&raw[1..]);
                 } else {
                     buf.extend_from_slice(b"${...}");
                 }
@@ -771,6 +808,34 @@ impl<'s> Parser<'s> {
             sub_parse(cx, &body, self.depth + 1);
         }
     }
+}
+
+/// The offset in `raw` (a heredoc body line as written) of the byte at `offset` in the
+/// line bash compares, which has its backslash-newlines removed when `join` is set.
+fn source_offset(raw: &[u8], offset: usize, join: bool) -> usize {
+    if !join {
+        return offset;
+    }
+    let mut at = 0;
+    let mut seen = 0;
+    while seen < offset && at < raw.len() {
+        match (raw[at], raw.get(at + 1)) {
+            (b'\\', Some(b'\n')) => at += 2,
+            (b'\\', Some(_)) => {
+                at += 2;
+                seen += 2;
+            }
+            _ => {
+                at += 1;
+                seen += 1;
+            }
+        }
+    }
+    // A backslash-newline right after the delimiter is removed too.
+    while raw.get(at..at + 2) == Some(b"\\\n") {
+        at += 2;
+    }
+    at
 }
 
 /// Where the `$( )` whose text starts at `from` in `word` is closed: the offset of its `)`,

@@ -11,7 +11,9 @@
 //! commands are cut at `;` `&&` `||` `|` `|&` `&` and newlines; redirections and
 //! their targets are dropped; comments are dropped; heredoc bodies are skipped as data (an
 //! unquoted delimiter's body is still searched for `$( )` and backticks, which the shell
-//! expands). Command substitution `$( )`, backticks, process substitution `<( )`/`>( )`,
+//! expands, and its lines are joined at each backslash-newline before the delimiter is
+//! looked for, as bash joins them). A backslash-newline right after `$` is removed before
+//! the `$` form is read (`$\<newline>'..'` is `$'..'`). Command substitution `$( )`, backticks, process substitution `<( )`/`>( )`,
 //! `${ }` and arithmetic are entered where they appear, also inside double quotes.
 //! Subshells, groups and the compound commands (`if`, `while`, `until`, `for`, `select`,
 //! `case`, `[[ ]]`, `(( ))`, functions) are flattened: their keywords, `for` word lists and
@@ -22,7 +24,12 @@
 //! `doas`) are peeled one at a time, every layer kept as a spelling; a program named by a
 //! path is also spelled by its basename. The string given to `sh -c` (and `bash`, `dash`,
 //! `zsh`, `ksh` ... `-c`), to `eval`, the value of `alias name=value`, and the commands
-//! after `find -exec` are split in turn.
+//! after `find -exec` are split in turn, and so is a heredoc or here-string read by a shell
+//! that takes its script from standard input: given to the shell itself, to a compound
+//! command or subshell holding it (`{ sh; } <<< x`), or to `exec` (`exec <<< x; sh`,
+//! split at once); `.` and `source` of `/dev/stdin` read it too. A shell reading a pipe
+//! (`curl x | sh`, `sh <(curl x)`, `sh < <(curl x)`, and `. <(curl x)`) is also spelled
+//! `sh -s` (`. -s`), so one rule names every such form.
 //! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank; a word
 //! whose quotes bash's brace expansion reads otherwise than its parser (a `"` inside
 //! backquotes inside double quotes) is expanded as written and each result read again.
@@ -258,8 +265,9 @@ struct Word {
     glob: bool,
     /// Some part is only known at run time: a substitution, `$name`, an unset parameter.
     dynamic: bool,
-    /// The word with each `${x:-word}` (and `-`, `:=`, `=`) replaced by its word: what it
-    /// is when the variable is unset. None when it holds no such default.
+    /// The word with each `${x:-word}` (and `-`, `:=`, `=`; and `:+`, `+`) replaced by its
+    /// word: what it is when the variable is unset (or set). None when it holds no such
+    /// default.
     alternative: Option<Vec<u8>>,
     /// Where the values of unquoted expansions stand, which bash splits into words at
     /// blanks; None when there is none (boxed: most words have none, and a word is small).

@@ -955,6 +955,7 @@ pub(super) enum ShellRun {
 }
 
 /// For a shell, how it gets its script (None for a script file or another program); for
+/// `.` and `source`, the same when the file they read is standard input or a pipe; for
 /// `eval`, its arguments joined (an `eval` of plain words is also peeled as a wrapper).
 pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
     let name = basename(words.first()?);
@@ -966,6 +967,18 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
             .skip_while(|w| *w == "--")
             .collect();
         return (!args.is_empty()).then(|| ShellRun::String(args.join(" "), Vec::new()));
+    }
+    if matches!(words[0].as_str(), "." | "source") {
+        // The running shell reads the file as a script of its own: its standard input
+        // (`. /dev/stdin <<< x`) or a pipe (`source <(curl x)`) just as a shell would.
+        let script = words[1..].iter().find(|w| *w != "--")?;
+        return if is_stdin(script) {
+            Some(ShellRun::Stdin)
+        } else if script == "<(...)" || is_open_file(script) {
+            Some(ShellRun::Piped)
+        } else {
+            None
+        };
     }
     if !SHELLS.contains(&name) {
         return None;
