@@ -162,7 +162,8 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(systemctl -* halt:*)",
     "Bash(systemctl kexec:*)",
     "Bash(systemctl -* kexec:*)",
-    // Starting the targets those verbs start (`systemctl start reboot.target`).
+    // Starting the targets those verbs start (`systemctl start reboot.target`), also
+    // under their runlevel names.
     "Bash(systemctl start poweroff.target:*)",
     "Bash(systemctl start reboot.target:*)",
     "Bash(systemctl start halt.target:*)",
@@ -175,6 +176,18 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(systemctl -* isolate poweroff.target:*)",
     "Bash(systemctl -* isolate reboot.target:*)",
     "Bash(systemctl -* isolate halt.target:*)",
+    "Bash(systemctl start runlevel0.target:*)",
+    "Bash(systemctl start runlevel6.target:*)",
+    "Bash(systemctl start kexec.target:*)",
+    "Bash(systemctl isolate runlevel0.target:*)",
+    "Bash(systemctl isolate runlevel6.target:*)",
+    "Bash(systemctl isolate kexec.target:*)",
+    "Bash(systemctl -* start runlevel0.target:*)",
+    "Bash(systemctl -* start runlevel6.target:*)",
+    "Bash(systemctl -* start kexec.target:*)",
+    "Bash(systemctl -* isolate runlevel0.target:*)",
+    "Bash(systemctl -* isolate runlevel6.target:*)",
+    "Bash(systemctl -* isolate kexec.target:*)",
     "Bash(loginctl poweroff:*)",
     "Bash(loginctl reboot:*)",
     "Bash(loginctl -* poweroff:*)",
