@@ -54,6 +54,9 @@ const PAGE_PATIENCE: Duration = crate::fs::RELEASE_WINDOW;
 /// How often the waker looks at deadlines and callers' signals, and the ticker at the
 /// tree's clock.
 const TICK: Duration = Duration::from_millis(50);
+/// How often the ticker looks at every command (keep times, evictions) rather than at
+/// drafts and inputs alone: a look that takes each job's lock in turn.
+const SWEEP: Duration = Duration::from_secs(1);
 
 /// News for the waker.
 pub enum Wake {
@@ -449,6 +452,7 @@ pub fn build(tree: Arc<Tree>, wakes: Wakes, receiver: Receiver<Wake>) -> Parts {
 /// The tree's clock and its queued spawns, off the request and waker threads.
 fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
     let mut last_tick = Instant::now();
+    let mut last_sweep = last_tick;
     let mut more = false;
     loop {
         // Spawns left by a long queue go on at once, after the clock's tick.
@@ -458,11 +462,17 @@ fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
             Ok(Tick::Start) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
         }
+        // Starts asked for go first: a tick may take a while with many commands.
+        more = tree.start_until(Some(last_tick + TICK));
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
-            tree.tick();
+            if last_sweep.elapsed() >= SWEEP {
+                last_sweep = last_tick;
+                tree.tick();
+            } else {
+                tree.tick_drafts();
+            }
         }
-        more = tree.start_until(Some(last_tick + TICK));
     }
 }
 

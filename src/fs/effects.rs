@@ -215,6 +215,9 @@ impl Tree {
             let (name, text) = (request.name.clone(), request.text.clone());
             let job = self.spawner.spawn(request);
             self.locked(|state, effects| {
+                if job.input().is_some() {
+                    state.inputs.insert(id);
+                }
                 match state.command_mut(id) {
                     Some(command) => {
                         command.run = Run::Job(job.clone());

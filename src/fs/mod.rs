@@ -338,28 +338,54 @@ fn remove_command(state: &mut State, effects: &mut Effects, id: u64, why: &'stat
     }
 }
 
+/// How much of the tree a tick looks at.
+#[derive(Clone, Copy)]
+enum Sweep {
+    /// Every entry: drafts, and each command for its keep time and its eviction.
+    Commands,
+    /// Drafts only (and the commands with an input, as every tick does).
+    DraftsAndInputs,
+}
+
 impl Tree {
     // ----- time ---------------------------------------------------------------------
 
     /// Periodic work: start commands whose settle time is over, free abandoned drafts,
-    /// and remove stopped commands nobody has looked at for their keep time. It only
-    /// decides; the spawns it queues run in [`Tree::start_until`].
+    /// send what waits in commands' inputs, and remove stopped commands nobody has
+    /// looked at for their keep time or whose output was evicted. It only decides; the
+    /// spawns it queues run in [`Tree::start_until`].
     pub fn tick(&self) {
+        self.tick_with(Sweep::Commands);
+    }
+
+    /// [`Tree::tick`] without the look at every command, which costs a lock of each
+    /// job: only drafts and the commands with an input. For the clock's frequent
+    /// beat, with a whole tick now and then.
+    pub fn tick_drafts(&self) {
+        self.tick_with(Sweep::DraftsAndInputs);
+    }
+
+    fn tick_with(&self, sweep: Sweep) {
         let inputs = self.locked(|state, effects| {
-            self.tick_locked(state, effects);
-            state
-                .entries
-                .values()
-                .filter_map(|entry| match entry {
-                    Entry::Command(command) => match &command.run {
-                        Run::Job(job) if job.input().is_some() && job.is_running() => {
-                            Some(job.clone())
-                        }
-                        _ => None,
-                    },
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
+            self.tick_locked(state, effects, sweep);
+            // Those whose command has gone, or whose job has stopped, need no more.
+            let State {
+                inputs, entries, ..
+            } = state;
+            let mut running = Vec::new();
+            inputs.retain(|id| {
+                let Some(Entry::Command(command)) = entries.get(id) else {
+                    return false;
+                };
+                match &command.run {
+                    Run::Job(job) if job.is_running() => {
+                        running.push(job.clone());
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            running
         });
         // What a terminal did not take at once goes out as soon as it can.
         for job in inputs {
@@ -369,14 +395,23 @@ impl Tree {
         }
     }
 
-    fn tick_locked(&self, state: &mut State, effects: &mut Effects) {
+    fn tick_locked(&self, state: &mut State, effects: &mut Effects, sweep: Sweep) {
         let now = Instant::now();
         let wall = SystemTime::now();
         let mut due = Vec::new();
         let mut abandoned = Vec::new();
         let mut expired = Vec::new();
         let mut evicted = Vec::new();
-        for (id, entry) in &state.entries {
+        let entries: Box<dyn Iterator<Item = (&u64, &Entry)>> = match sweep {
+            Sweep::Commands => Box::new(state.entries.iter()),
+            Sweep::DraftsAndInputs => Box::new(
+                state
+                    .ctl
+                    .values()
+                    .filter_map(|id| Some((id, state.entries.get(id)?))),
+            ),
+        };
+        for (id, entry) in entries {
             match entry {
                 Entry::Draft(draft) => match draft.stage {
                     Stage::Decided {

@@ -9,7 +9,7 @@ use crate::policy::Directives;
 use crate::spool::Store;
 use crate::supervisor::{Job, SpawnRequest, Stream};
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -271,6 +271,9 @@ pub(super) struct State {
     pub refusals: std::collections::VecDeque<(SystemTime, String, String)>,
     /// Commands waiting for their spawn, oldest first.
     pub starts: VecDeque<(u64, SpawnRequest)>,
+    /// Commands whose job has a stdin pipe or a terminal, for the tick that sends what
+    /// waits in them (pruned by it once they stop).
+    pub inputs: BTreeSet<u64>,
 }
 
 /// What an inode is, found by [`State::resolve`].

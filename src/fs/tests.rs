@@ -1153,6 +1153,39 @@ fn a_stopped_command_expires_after_its_keep_time_and_a_running_one_does_not() {
 }
 
 #[test]
+fn the_frequent_tick_looks_at_drafts_and_inputs_and_leaves_expiry_to_the_whole_one() {
+    let rig = Rig::with(Duration::ZERO, Duration::ZERO);
+    rig.run("done", "true");
+    rig.fake.finish("done", 0);
+    rig.submit("due", "echo due").expect("accepted");
+    rig.submit("forgot.tmp", "echo x").expect("accepted");
+    rig.tree.tick_drafts();
+    rig.tree.start_pending();
+    // Drafts: the settled one started, the abandoned one freed.
+    assert_eq!(rig.fake.spawns(), 2);
+    assert!(rig.found(names::CMD, "due").is_ok());
+    assert_eq!(errno(rig.lookup(names::CTL, "forgot.tmp")), libc::ENOENT);
+    // Commands: the stopped one waits for the whole tick.
+    assert!(rig.found(names::CMD, "done").is_ok());
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "done")), libc::ENOENT);
+}
+
+#[test]
+fn commands_with_an_input_are_kept_for_the_tick_until_they_stop() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::from_secs(3600));
+    let inputs = || rig.tree.state.lock().inputs.len();
+    rig.run("plain", "true");
+    rig.run("fed", "#terminalfs stdin\ncat");
+    assert_eq!(inputs(), 1, "only the command with a stdin");
+    rig.tree.tick_drafts();
+    assert_eq!(inputs(), 1, "kept while it runs");
+    rig.fake.finish("fed", 0);
+    rig.tree.tick_drafts();
+    assert_eq!(inputs(), 0, "dropped once it stopped");
+}
+
+#[test]
 fn an_open_file_keeps_its_command_from_expiring() {
     let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
     let dir = rig.run("x", "true");
