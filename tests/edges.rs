@@ -32,6 +32,25 @@ fn appending_writes_keep_everything_written() {
 }
 
 #[test]
+fn a_long_command_cannot_rewrite_the_script_its_shell_reads() {
+    let mount = Mount::start();
+    // Over 100 KiB, so the shell reads the text from a file on descriptor 3: the
+    // first line tries to append a line the check never saw, for the shell to read
+    // when it gets to the end.
+    let mut script =
+        String::from("printf '\\necho injected\\n' >> /dev/fd/3; echo \"append: $?\"\n");
+    for _ in 0..2_000 {
+        script.push_str(&format!("# {}\n", "x".repeat(60)));
+    }
+    script.push_str("echo end\n");
+    assert!(script.len() > 120 * 1024);
+    assert_eq!(mount.run("long", &script), "completed\n");
+    let stdout = mount.read("cmd/long/stdout");
+    assert!(!stdout.contains("injected"), "{stdout}");
+    assert!(stdout.contains("append: 1\nend\n"), "{stdout}");
+}
+
+#[test]
 fn an_oversized_command_is_refused_not_cut_short() {
     let mount = Mount::start();
     let mut script = String::from("echo step1\n");

@@ -42,7 +42,7 @@ use crate::supervisor::timer::{Timer, TimerAction};
 use crate::supervisor::writable::{Watch, Writable};
 use std::collections::HashMap;
 use std::ffi::OsStr;
-use std::io::{Seek, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -53,35 +53,52 @@ use std::time::{Duration, Instant, SystemTime};
 /// Longest command passed inline as `<shell> -c <text>`.
 const MAX_INLINE_COMMAND: usize = 100 * 1024;
 
-/// A close-on-exec descriptor holding `text`, positioned at its start.
+/// A close-on-exec descriptor holding `text`, positioned at its start, that nothing
+/// can write: the policy checked this text, so the shell reading it must not be able
+/// to change what it reads next (`>> /dev/fd/3` from the script itself). On Linux a
+/// memfd sealed against writes, growth and shrinking; elsewhere a read-only open of a
+/// file that is removed before the command starts.
 fn script_file(text: &[u8]) -> std::io::Result<OwnedFd> {
     #[cfg(target_os = "linux")]
-    let file = {
-        use std::os::fd::FromRawFd;
+    {
+        use std::io::Seek;
+        use std::os::fd::{AsRawFd, FromRawFd};
         // SAFETY: a NUL-terminated name and flags; the result is a new descriptor or -1.
-        let fd = unsafe { libc::memfd_create(c"terminalfs-command".as_ptr(), libc::MFD_CLOEXEC) };
+        let fd = unsafe {
+            libc::memfd_create(
+                c"terminalfs-command".as_ptr(),
+                libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+            )
+        };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: the descriptor was just created and is owned by nobody else.
-        std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) })
-    };
+        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.write_all(text)?;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        let seals =
+            libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on a descriptor we own.
+        if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(file.into())
+    }
     #[cfg(not(target_os = "linux"))]
-    let file = {
+    {
         let path =
             std::env::temp_dir().join(format!("terminalfs-{}-{}", std::process::id(), text.len()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
+        let mut writer = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)?;
+        let reader = writer
+            .write_all(text)
+            .and_then(|()| std::fs::File::open(&path));
         std::fs::remove_file(&path)?;
-        file
-    };
-    let mut file = file;
-    file.write_all(text)?;
-    file.seek(std::io::SeekFrom::Start(0))?;
-    Ok(file.into())
+        Ok(reader?.into())
+    }
 }
 
 /// Joins one of the supervisor's threads, unless this is that thread: a thread that
