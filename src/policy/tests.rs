@@ -309,6 +309,13 @@ const DEFAULT_REFUSED: &[&str] = &[
     "/usr/bin/sud* ls",
     "sud[o] ls",
     "/sbin/rebo?t",
+    // Bash's bracket forms the matcher cannot read, and letters of either case (with
+    // `shopt -s nocaseglob`).
+    "/usr/bin/sud[[=o=]] ls",
+    "/usr/bin/sud[[.o.]] ls",
+    "/usr/bin/su[[:alpha:]]o ls",
+    "shopt -s nocaseglob\n/usr/bin/SUD[O] ls",
+    "shopt -s nocaseglob\n/usr/bin/SUD? ls",
     // Strings the shell runs or expands as code.
     "trap 'sudo ls' EXIT",
     "trap -- 'sudo ls' INT TERM",
