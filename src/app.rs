@@ -145,6 +145,13 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<String, Strin
     } else {
         Err(format!("it is no FUSE mount but {}", entry.fstype))
     };
+    // Forced, the connection is aborted before the mount is detached: whatever waits
+    // on it gets its error at once, and the driver finds its connection aborted rather
+    // than its mount gone (which it could see first, between a detach and an abort,
+    // and stop as if unmounted). A failure here is met again below.
+    if let (true, Ok(connection)) = (force, &connection) {
+        let _ = connection.abort();
+    }
     detach(&listed)?;
     if !within(Duration::from_secs(5), || {
         find(&read_list(), &listed).is_none()
