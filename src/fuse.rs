@@ -695,8 +695,12 @@ fn caller(pid: u32) -> Caller {
         // A reader in a pid namespace the driver cannot see: nothing to look at.
         return Caller::Waiting;
     }
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return Caller::Gone;
+    // Only a caller whose entry is gone is gone: a read that fails otherwise (no
+    // descriptor left, a /proc that hides it) says nothing, and it is left waiting.
+    let status = match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        Ok(status) => status,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Caller::Gone,
+        Err(_) => return Caller::Waiting,
     };
     let field = |key: &str| {
         status
