@@ -426,8 +426,9 @@ pub fn skill(site: &Site) -> String {
          way, and so does any signal number (on Linux the real-time ones too, such as `34` \
          or `RTMIN+2`), each also after a dash, as in `kill -9` (`-9`, `-INT`), or after \
          kill's option on the same line (`-s INT`, `-n 9`, `--signal INT`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`; `stop` in any other case is the \
-         stop above. A stop or continue from elsewhere \
+         `paused`, `wait` keeps waiting) until `CONT`; `stop` alone in any other case is \
+         the stop above, but after a dash or kill's option (`-stop`, `-s stop`) it names \
+         SIGSTOP and pauses. A stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
          written there, `reason` names it and `result.json` says `\"killed\": true`. Writing to `kill` of a \
          command that has stopped does nothing. A shell that is just starting a program \
