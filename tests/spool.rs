@@ -928,11 +928,17 @@ fn a_pinned_command_stays_pinned_and_its_removed_files_stay_removed_after_a_rest
 }
 
 /// The names and sizes of the files in `dir`, recursively (times change as its driver
-/// rewrites a record).
+/// rewrites a record), but for the `.tmp` files a record is written through on its way
+/// to its name, which come and go while the driver saves.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, u64)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let meta = entry.metadata().unwrap();
+        if entry.file_name().to_string_lossy().ends_with(".tmp") {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
         found.push((entry.path(), if meta.is_dir() { 0 } else { meta.len() }));
         if meta.is_dir() {
             found.extend(snapshot(&entry.path()));
