@@ -454,8 +454,8 @@ fn a_python_repl_on_a_terminal_and_ctrl_c() {
     );
     screen_shows(&mount, "repl", ">>>");
     keys(&mount, "repl", "'print(6*7)' Enter");
-    let screen = screen_shows(&mount, "repl", "\n42\n");
-    assert!(screen.contains(">>> print(6*7)\n42\n>>>"), "{screen}");
+    // The answer, then the next prompt (which may come a moment after it).
+    screen_shows(&mount, "repl", ">>> print(6*7)\n42\n>>>");
     // Ctrl-C reaches the foreground process group: the REPL prints KeyboardInterrupt
     // and goes on. (After one, Python leaves by SIGINT at end of input, as on any
     // terminal; os._exit(0) leaves with 0.)
