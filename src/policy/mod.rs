@@ -673,13 +673,18 @@ fn spellings_of_dir(dir: String, home: Option<&str>) -> Vec<String> {
 /// The first rule whose program a command name that is a glob (`/usr/bin/sud?`, `zap*`)
 /// could name, with that program. Letters match in either case (`shopt -s nocaseglob`
 /// may be on). A bracket form bash reads and the matcher does not (`[[=o=]]`,
-/// `[[.o.]]`, `[[:alpha:]]`) could name any program: the first rule that names one is
-/// taken. A pattern the matcher cannot compile (an unclosed `[`, as in `[` itself) is
+/// `[[.o.]]`, `[[:alpha:]]`), or an extended glob (`@(sud)o`), could name any program:
+/// the first rule that names one is taken. A pattern the matcher cannot compile (an unclosed `[`, as in `[` itself) is
 /// a literal name to bash too, and names nothing else.
 fn glob_names_rule<'r>(glob: &str, rules: &'r [Rule]) -> Option<(&'r Rule, &'r str)> {
     let named = |rule: &'r Rule| Some((rule, rule.program()?));
     let base = glob.rsplit('/').next().unwrap_or(glob);
-    if ["[=", "[.", "[:"].iter().any(|form| base.contains(form)) {
+    let extended = ["?(", "*(", "+(", "@(", "!("];
+    if ["[=", "[.", "[:"]
+        .iter()
+        .chain(&extended)
+        .any(|form| base.contains(form))
+    {
         return rules.iter().find_map(named);
     }
     let matcher = globset::GlobBuilder::new(base)

@@ -316,6 +316,12 @@ const DEFAULT_REFUSED: &[&str] = &[
     "/usr/bin/su[[:alpha:]]o ls",
     "shopt -s nocaseglob\n/usr/bin/SUD[O] ls",
     "shopt -s nocaseglob\n/usr/bin/SUD? ls",
+    // Extended globs (`shopt -s extglob`): one word, a pattern.
+    "shopt -s extglob\n/usr/bin/@(sud)o ls",
+    "shopt -s extglob\n/usr/bin/+(sud)o ls",
+    "shopt -s extglob\n/usr/bin/sud@(o) ls",
+    "shopt -s extglob\n/usr/bin/!(x)udo ls",
+    "shopt -s extglob\n/usr/bin/?(x)sudo ls",
     // Strings the shell runs or expands as code.
     "trap 'sudo ls' EXIT",
     "trap -- 'sudo ls' INT TERM",

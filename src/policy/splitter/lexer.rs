@@ -27,6 +27,13 @@ pub(super) fn may_hide_braces(text: &[u8]) -> bool {
     text.contains(&b'{') && text.iter().any(|b| b"\"'`\\$<>".contains(b))
 }
 
+/// Whether a word read so far ends in an extended-glob operator, so that a `(` after it
+/// opens a pattern: `?`, `*`, `+`, `@`, or `!` after something (a lone `!` before `(`
+/// is the negation of a subshell, `!(false)`).
+fn extglob_operator(text: &[u8]) -> bool {
+    matches!(text, [.., b'?' | b'*' | b'+' | b'@'] | [_, .., b'!'])
+}
+
 /// Whether `byte` stands for itself in an unquoted word (no quote, expansion, operator,
 /// blank, glob, brace or `=`).
 pub(super) fn is_plain(byte: u8) -> bool {
@@ -272,6 +279,31 @@ impl<'s> Parser<'s> {
         while let Some(byte) = self.peek() {
             let before = word.text.len();
             match byte {
+                b'(' if extglob_operator(&word.text) => {
+                    // `?( )`, `*( )`, `+( )`, `@( )`, `!( )`: with `shopt -s extglob` a
+                    // pattern inside the word (`/usr/bin/@(sud)o`), read to its `)` as
+                    // part of it. (Without extglob bash refuses such text as a syntax
+                    // error, so a pattern is the only way it runs.)
+                    if self.depth + 1 >= MAX_DEPTH {
+                        self.give_up(cx);
+                        break;
+                    }
+                    let start = self.pos;
+                    self.advance(1);
+                    self.depth += 1;
+                    let closed = self.scan_group(cx, Group::entering(b'(', b')', false));
+                    self.depth -= 1;
+                    if closed {
+                        self.advance(1);
+                    }
+                    let group = &self.src[start..self.pos];
+                    word.text.extend_from_slice(group);
+                    word.glob = true;
+                    if group.iter().any(|b| b"$`".contains(b)) {
+                        word.expanded = true;
+                        word.dynamic = true;
+                    }
+                }
                 b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' => break,
                 b'<' | b'>' => {
                     if self.peek_at(1) != Some(b'(') {
