@@ -269,6 +269,34 @@ impl<'s> Parser<'s> {
         (text, quoted)
     }
 
+    /// Reads the bracketed group at the cursor (its substitutions entered) into `word`
+    /// as it is written, and marks the word a pattern (and an expansion, if the group
+    /// holds a substitution): an element's subscript, an extended glob. Returns whether
+    /// the group closed, or None when it is nested too deep to read (the text is then
+    /// refused).
+    fn pattern_group(&mut self, cx: &mut Context, word: &mut Word, group: Group) -> Option<bool> {
+        if self.depth + 1 >= MAX_DEPTH {
+            self.give_up(cx);
+            return None;
+        }
+        let start = self.pos;
+        self.advance(1);
+        self.depth += 1;
+        let closed = self.scan_group(cx, group);
+        self.depth -= 1;
+        if closed {
+            self.advance(1);
+        }
+        let read = &self.src[start..self.pos];
+        word.text.extend_from_slice(read);
+        word.glob = true;
+        if read.iter().any(|b| b"$`".contains(b)) {
+            word.expanded = true;
+            word.dynamic = true;
+        }
+        Some(closed)
+    }
+
     /// Reads one word, entering every expansion in it.
     pub(super) fn lex_word(&mut self, cx: &mut Context) -> Word {
         let mut word = Word::default();
@@ -284,24 +312,11 @@ impl<'s> Parser<'s> {
                     // pattern inside the word (`/usr/bin/@(sud)o`), read to its `)` as
                     // part of it. (Without extglob bash refuses such text as a syntax
                     // error, so a pattern is the only way it runs.)
-                    if self.depth + 1 >= MAX_DEPTH {
-                        self.give_up(cx);
+                    if self
+                        .pattern_group(cx, &mut word, Group::entering(b'(', b')', false))
+                        .is_none()
+                    {
                         break;
-                    }
-                    let start = self.pos;
-                    self.advance(1);
-                    self.depth += 1;
-                    let closed = self.scan_group(cx, Group::entering(b'(', b')', false));
-                    self.depth -= 1;
-                    if closed {
-                        self.advance(1);
-                    }
-                    let group = &self.src[start..self.pos];
-                    word.text.extend_from_slice(group);
-                    word.glob = true;
-                    if group.iter().any(|b| b"$`".contains(b)) {
-                        word.expanded = true;
-                        word.dynamic = true;
                     }
                 }
                 b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' => break,
@@ -397,29 +412,13 @@ impl<'s> Parser<'s> {
                     // (`a[x<<1]=1`, `a[0;0]=1`). The subscript is arithmetic, expanded
                     // when the element is assigned: its substitutions run, also in single
                     // quotes.
-                    if self.depth + 1 >= MAX_DEPTH {
-                        self.give_up(cx);
-                        break;
-                    }
-                    let start = self.pos;
-                    self.advance(1);
-                    self.depth += 1;
                     let group = Group {
                         expands_single: true,
                         ..Group::entering(b'[', b']', true)
                     };
-                    let closed = self.scan_group(cx, group);
-                    self.depth -= 1;
-                    if closed {
-                        self.advance(1);
-                    }
-                    let subscript = &self.src[start..self.pos];
-                    word.text.extend_from_slice(subscript);
-                    word.glob = true;
-                    if subscript.iter().any(|b| b"$`".contains(b)) {
-                        word.expanded = true;
-                        word.dynamic = true;
-                    }
+                    let Some(closed) = self.pattern_group(cx, &mut word, group) else {
+                        break;
+                    };
                     let rest = self.rest();
                     subscripted = closed && (rest.starts_with(b"=") || rest.starts_with(b"+="));
                 }
