@@ -176,18 +176,28 @@ impl Connection {
 
     /// A file of this connection's directory, opened through the held directory.
     fn file(&self, name: &str, flags: libc::c_int) -> std::io::Result<std::fs::File> {
-        use std::os::fd::{AsRawFd, FromRawFd};
+        use std::os::fd::AsFd;
         let name = std::ffi::CString::new(name).expect("a name without NUL");
-        // SAFETY: a directory descriptor this value owns, a valid C string; the new
-        // descriptor is owned by the returned file alone.
-        let fd =
-            unsafe { libc::openat(self.dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just opened and nothing else owns it.
-        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+        open_at(self.dir.as_fd(), &name, flags)
     }
+}
+
+/// Opens `name` relative to the open directory `dir` (close-on-exec): no path to build,
+/// and none to look up again from the root.
+pub fn open_at(
+    dir: std::os::fd::BorrowedFd,
+    name: &std::ffi::CStr,
+    flags: libc::c_int,
+) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: a directory descriptor borrowed for the call, a valid C string; the new
+    // descriptor is owned by the returned file alone.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 #[cfg(target_os = "linux")]

@@ -399,8 +399,11 @@ impl Capture {
     /// show of its notice lines when it has any.
     pub fn save(&self, meta: &serde_json::Value) {
         let noted = self.header.stdout.noted + self.header.stderr.noted;
+        if noted == 0 {
+            return self.spool.save(&self.store, meta);
+        }
         let mut meta = meta.clone();
-        if let (true, Some(map)) = (noted > 0, meta.as_object_mut()) {
+        if let Some(map) = meta.as_object_mut() {
             let seen = SEEN_FILES
                 .iter()
                 .map(|(stream, file)| {

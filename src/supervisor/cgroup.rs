@@ -32,7 +32,7 @@
 
 use parking_lot::Mutex;
 use std::ffi::CString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -175,9 +175,23 @@ fn slots_in(parent: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
 
 fn populated(dir: &Path) -> bool {
     match std::fs::read_to_string(dir.join("cgroup.events")) {
-        Ok(events) => events.lines().any(|line| line == "populated 1"),
+        Ok(events) => says_populated(&events),
         Err(_) => false,
     }
+}
+
+fn says_populated(events: &str) -> bool {
+    events.lines().any(|line| line == "populated 1")
+}
+
+/// Whether the cgroup open as `dir` holds a process; None when it is gone (removed by
+/// hand, or by a driver that took this one for gone). Read relative to the open
+/// directory, with no path to build or look up: a command's exit waits for this.
+fn populated_at(dir: BorrowedFd) -> Option<bool> {
+    let mut events = crate::mounts::open_at(dir, c"cgroup.events", libc::O_RDONLY).ok()?;
+    let mut text = [0u8; 256];
+    let read = std::io::Read::read(&mut events, &mut text).ok()?;
+    Some(says_populated(std::str::from_utf8(&text[..read]).ok()?))
 }
 
 /// SIGKILLs everything in a cgroup (with `cgroup.kill` where the kernel has it) and
@@ -382,12 +396,10 @@ impl Shared {
     }
 
     /// Takes back an emptied cgroup: into the pool when it may be used again (`reuse`:
-    /// see [`CommandCgroup::reusable`]), else it is removed and a new one made, so that
-    /// the next start finds one ready either way.
+    /// it is still there and [`CommandCgroup::reusable`]), else it is removed and a new
+    /// one made, so that the next start finds one ready either way.
     fn give_back(&self, slot: Slot, reuse: bool) {
-        // One removed from under it (by hand, or by a driver that took this one for
-        // gone) would fail the next start: only one still there goes back.
-        if reuse && slot.dir.is_dir() {
+        if reuse {
             let mut ready = self.ready.lock();
             if ready.len() < READY_MAX {
                 return ready.push(slot);
@@ -479,7 +491,9 @@ impl CommandCgroup {
     }
 
     pub fn populated(&self) -> bool {
-        self.held.lock().is_some() && populated(&self.dir)
+        let held = self.held.lock();
+        held.as_ref()
+            .is_some_and(|dir| populated_at(dir.as_fd()).unwrap_or(false))
     }
 
     /// Whether the memory controller killed something here.
@@ -517,9 +531,13 @@ impl CommandCgroup {
         if held.is_none() {
             return true;
         }
-        if populated(&self.dir) {
-            return false;
-        }
+        // One removed from under it (by hand, or by a driver that took this one for
+        // gone) would fail the next start: only one still there goes back.
+        let there = match held.as_ref().map(|dir| populated_at(dir.as_fd())) {
+            Some(Some(true)) => return false,
+            Some(Some(false)) => true,
+            _ => false,
+        };
         let fd = held.take();
         drop(held);
         match (self.home.upgrade(), fd) {
@@ -529,7 +547,7 @@ impl CommandCgroup {
                     procs: self.procs.clone(),
                     fd,
                 },
-                self.reusable(),
+                there && self.reusable(),
             ),
             _ => {
                 let _ = std::fs::remove_dir(&self.dir);
