@@ -733,13 +733,25 @@ impl Job {
     /// output is complete and its files are closed, and so is its input (the screen
     /// stays).
     fn save(&self, state: &mut State) {
+        self.seal_if_over(state);
+        state.capture.save(&self.record(state));
+    }
+
+    /// Closes the output and the input once the shell has stopped and no pipe is left
+    /// open.
+    fn seal_if_over(&self, state: &mut State) {
         if state.open_pipes == 0 && !state.life.is_running() {
             state.capture.seal();
             if let Some(input) = &self.input {
                 input.release();
             }
         }
-        state.capture.save(&self.record(state));
+    }
+
+    /// Saves the record as it stands (see [`Job::mark_exited`]).
+    pub(crate) fn save_record(&self) {
+        let state = self.state.lock();
+        state.capture.save(&self.record(&state));
     }
 
     /// The job's files in the spool.
@@ -851,8 +863,11 @@ impl Job {
     }
 
     /// The shell has been reaped with `exit`. Why it ended: the stop the driver began,
-    /// a signal written to `kill` that it died of, or its own doing.
-    pub(crate) fn mark_exited(&self, exit: Exit) {
+    /// a signal written to `kill` that it died of, or its own doing. The record is not
+    /// saved here: whoever waits for the exit is answered first, then the caller saves
+    /// it ([`Job::save_record`]; the spool writes it later in any case). False when the
+    /// exit was recorded already.
+    pub(crate) fn mark_exited(&self, exit: Exit) -> bool {
         let mut state = self.state.lock();
         let (pid, started_at, since, end) = match &state.life {
             Life::Starting => (None, None, None, None),
@@ -873,7 +888,7 @@ impl Job {
                 Some(End::Stopped(why.clone())),
             ),
             // Reaped twice: the first account stands.
-            Life::Done(_) => return,
+            Life::Done(_) => return false,
         };
         let end = end.unwrap_or_else(|| End::Exited {
             note: self.memory_reason(&exit),
@@ -886,7 +901,8 @@ impl Job {
             exit: Some(exit),
             end,
         });
-        self.save(&mut state);
+        self.seal_if_over(&mut state);
+        true
     }
 
     /// Why a command with a memory limit failed, when the limit is the likely cause.

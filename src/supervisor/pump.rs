@@ -415,6 +415,7 @@ fn run(
                 pump_stderr(source, &mut buffer, READS_AT_EXIT);
                 // The child is gone, so its status pipe holds all it will ever hold.
                 read_status(source);
+                let mut exited = false;
                 match spawn::decode_failure(&source.failure) {
                     Some((stage, error)) => {
                         let message = match stage {
@@ -431,7 +432,7 @@ fn run(
                     None => {
                         let peak = source.job().memory_peak_kib();
                         let exit = exit_from(raw, &usage, peak, source.birth);
-                        source.job().mark_exited(exit)
+                        exited = source.job().mark_exited(exit);
                     }
                 }
                 // A cgroup that goes back to the pool as it is (no removal, nothing
@@ -442,6 +443,13 @@ fn run(
                 }
                 source.reaped = true;
                 changed = Some(News::State);
+                if exited {
+                    // Those waiting for the exit hear of it before its record is made
+                    // and handed to the spool (which writes it later in any case).
+                    notify(*id, News::State);
+                    source.job().save_record();
+                    changed = None;
+                }
             }
             if let Some(changed) = changed {
                 news.push((*id, changed));
