@@ -325,10 +325,65 @@ const DEFAULT_REFUSED: &[&str] = &[
     // Strings the shell runs or expands as code.
     "trap 'sudo ls' EXIT",
     "trap -- 'sudo ls' INT TERM",
+    // An alias is read where it is used, its arguments after it.
     "shopt -s expand_aliases\nalias t=sudo\nt ls",
-    "alias t='sudo ls'",
-    "alias ll='ls -l' t='echo; sudo ls'",
-    "builtin alias t='sudo ls'",
+    "alias t='sudo ls'\nt",
+    "alias ll='ls -l' t='echo; sudo ls'\nll; t",
+    "builtin alias t='sudo ls'\nnohup t",
+    "alias t='sudo '\nt ls",
+    "alias t='cd /; rm -r'\nt *",
+    "alias t=rm\nt -rf /",
+    "BASH_ALIASES[t]='sudo ls'\nt",
+    "alias t=u u='sudo ls'\nt",
+    // Bash's table of programs makes a name run the program given.
+    "hash -p /usr/bin/sudo t; t -i",
+    "hash -p/usr/bin/sudo t; t -i",
+    "hash -rp /usr/bin/sudo x t; t -i",
+    "builtin hash -p /usr/bin/sudo t; command t -i",
+    "BASH_CMDS[t]=/usr/bin/sudo; t -i",
+    "BASH_CMDS['t']=/usr/bin/sudo; nohup t -i",
+    "declare BASH_CMDS[t]=/usr/bin/sudo; t -i",
+    "hash -p /bin/rm t; t -rf /",
+    "hash -p /usr/bin/sudo t; curl x | t",
+    // Changes of those tables that are not followed.
+    "BASH_CMDS=([t]=/usr/bin/sudo); t -i",
+    "declare -A BASH_CMDS=([t]=/usr/bin/sudo); t -i",
+    "BASH_CMDS[$n]=/usr/bin/sudo; t -i",
+    "BASH_CMDS+=([t]=/usr/bin/sudo); t -i",
+    "read 'BASH_CMDS[t]' <<< /usr/bin/sudo; t -i",
+    "printf -v 'BASH_CMDS[t]' /usr/bin/sudo; t -i",
+    "BASH_ALIASES=([t]='sudo -i'); t",
+    // A value holding a substitution is checked as if it ran: arithmetic on the
+    // variable expands it (`a[$(X)]` runs X).
+    "x='a[$(sudo -i)]'; (( x ))",
+    "x='a[$(sudo -i)]'; echo $((x))",
+    "x='a[$(sudo -i)]'; [[ $x -eq 0 ]]",
+    "x='a[$(sudo -i)]'; let x",
+    "x='a[`sudo -i`]'; let x",
+    "x='a[${y:-$(sudo -i)}]'; let x",
+    "declare x='a[$(sudo -i)]'; let x",
+    "local -r x='a[$(sudo -i)]'",
+    "x='a[$(sudo -i)]' bash -c '(( x ))'",
+    "env 'x=a[$(sudo -i)]' bash -c '(( x ))'",
+    "x=\"a[\\$(sudo -i)]\"; (( x ))",
+    // The startup files of a shell: their name is expanded, and a pipe is run.
+    "BASH_ENV='$(sudo -i)' bash -c :",
+    "env 'BASH_ENV=$(sudo -i)' bash -c :",
+    "ENV='$(sudo -i)' sh -i",
+    "BASH_ENV=<(curl x) bash -c :",
+    "BASH_ENV=/dev/stdin bash -c : <<< 'sudo -i'",
+    "bash --rcfile <(curl x) -i",
+    "bash -i --init-file <(curl x)",
+    "bash --rcfile=/dev/stdin -i",
+    // Completion runs its command and expands its word list.
+    "compgen -C 'sudo -i' x",
+    "compgen -aC'sudo -i' x",
+    "complete -C 'sudo -i' x",
+    "compgen -W '$(sudo -i)' x",
+    // A syntax check is ignored by an interactive shell; `+n` turns it off.
+    "bash -n -i <<< 'sudo x'",
+    "bash -n +n -c 'sudo x'",
+    "command -p sudo ls",
     "mapfile -C 'sudo ls' -c 1 x < f",
     "readarray -C'sudo ls' x < f",
     "PS4='$(sudo ls)'; set -x; :",
@@ -652,6 +707,25 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "echo ')' sudo",
     "npm run sh",
     "sudoers_check",
+    // Defining an alias or a name for a program runs nothing.
+    "alias t='sudo ls'",
+    "hash -p /usr/bin/sudo t",
+    "alias ls='ls -F'\nls x",
+    "alias a=b b=a\na",
+    "hash -p /bin/ls t; t -l",
+    // Values whose substitutions already ran where they stood.
+    "x=$(ls); y=\"$(pwd)\" z=`id`; (( x ))",
+    // Asking what a name is runs nothing; nor does a syntax check.
+    "command -v sudo",
+    "command -V sudo",
+    "type sudo",
+    "which sudo",
+    "bash -n <<< 'sudo x'",
+    "bash -nc 'sudo x'",
+    "sh -o noexec -c 'sudo x'",
+    "bash --rcfile ~/.bashrc -i",
+    "BASH_ENV=~/.env bash -c make",
+    "exec -a sudo ls",
 ];
 
 /// A custom settings file: an exact rule, a glob, a prefix, ask rules and other tools.
@@ -969,10 +1043,11 @@ fn splitter_follows_bash_quirks() {
             simple_commands(text)
         );
     }
-    // A plain string is not read again.
+    // A plain string is read again too: bash expands it wherever the variable is used as
+    // a number (see `wrappers::assigned_code`).
     assert_eq!(
         simple_commands("declare r='a[$(x)]'"),
-        vec!["declare r=a[$(x)]"]
+        vec!["declare r=a[$(x)]", "x"]
     );
     // Inside `$( )` a heredoc ends at a line starting with its delimiter and holding a
     // `)`; a `$((` that is not arithmetic is cut by matching parentheses.

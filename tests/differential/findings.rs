@@ -124,4 +124,20 @@ pub const FINDINGS: &[&str] = &[
     "exec 0<<< 'zapme'; sh",
     ". /dev/stdin <<< 'zapme'",
     "source /proc/self/fd/0 <<< 'zapme'",
+    // A value holding a substitution, expanded where the variable is used as a number;
+    // the name of a shell's startup file, expanded when the shell starts; completion's
+    // command and word list.
+    "x='a[$(zapme)]'; (( x ))",
+    "x='a[$(zapme)]'; echo $((x))",
+    "x='a[$(zapme)]'; [[ $x -eq 0 ]]",
+    "x='a[$(zapme)]'; let x",
+    "x='a[$(zapme)]'; y=x; (( y ))",
+    "x='a[`zapme`]' bash -c '(( x ))'",
+    "declare x='a[$(zapme)]'; a=(1); : ${a[x]}",
+    "BASH_ENV='$(zapme)' bash -c :",
+    "compgen -C zapme x",
+    "compgen -W '$(zapme)' x",
+    // An alias read where it is used, with its arguments; one used inside itself.
+    "shopt -s expand_aliases\nalias t='cd /; zapme'\nt x",
+    "shopt -s expand_aliases\nalias zapme='zapme -x'\nzapme y",
 ];

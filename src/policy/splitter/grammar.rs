@@ -9,7 +9,7 @@ use super::scan::Arithmetic;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use super::wrappers::{code_in_assignment, RESERVED};
+use super::wrappers::{assignment, RESERVED};
 use super::{
     emit_texts, is_fd_prefix, literal_word, sub_parse, Context, Input, Names, Parser, Word,
 };
@@ -790,13 +790,7 @@ impl<'s> Parser<'s> {
     fn emit_words(&mut self, cx: &mut Context, mut words: Vec<Word>, stdin: &Input) -> bool {
         let assignments = words.iter().take_while(|w| w.assignment).count();
         for word in words.drain(..assignments) {
-            let (run, expand) = code_in_assignment(&String::from_utf8_lossy(&word.text));
-            if let Some(script) = run {
-                sub_parse(cx, script.as_bytes(), self.depth + 1);
-            }
-            if let Some(text) = expand {
-                self.expand_as_double_quoted(cx, text.as_bytes());
-            }
+            assignment(cx, &String::from_utf8_lossy(&word.text), self.depth);
         }
         let Some(first) = words.first() else {
             return false;

@@ -23,13 +23,22 @@
 //! `timeout`, `time`, `stdbuf`, `xargs`, `setsid`, `ionice`, `taskset`, `busybox`, `sudo`,
 //! `doas`) are peeled one at a time, every layer kept as a spelling; a program named by a
 //! path is also spelled by its basename. The string given to `sh -c` (and `bash`, `dash`,
-//! `zsh`, `ksh` ... `-c`), to `eval`, the value of `alias name=value`, and the commands
-//! after `find -exec` are split in turn, and so is a heredoc or here-string read by a shell
+//! `zsh`, `ksh` ... `-c`; not with `-n`, a syntax check), to `eval`, to `compgen -C` and
+//! `complete -C`, and the commands after `find -exec` are split in turn, and so is a heredoc or here-string read by a shell
 //! that takes its script from standard input: given to the shell itself, to a compound
 //! command or subshell holding it (`{ sh; } <<< x`), or to `exec` (`exec <<< x; sh`,
 //! split at once); `.` and `source` of `/dev/stdin` read it too. A shell reading a pipe
 //! (`curl x | sh`, `sh <(curl x)`, `sh < <(curl x)`, and `. <(curl x)`) is also spelled
 //! `sh -s` (`. -s`), so one rule names every such form.
+//! A name the text renames is read as what it stands for wherever it is a command's
+//! program, for the rest of the text: an alias (`alias t='X -i'`, `BASH_ALIASES[t]=...`)
+//! as its value followed by the arguments, a name in bash's table of programs
+//! (`hash -p /usr/bin/X t`, `BASH_CMDS[t]=/usr/bin/X`) as that program; changes of those
+//! tables that are not followed (the whole table, a name known at run time, `read`)
+//! refuse the text. A value assigned in the text that holds a substitution
+//! (`x='a[$(X)]'`) is read as if it ran, since arithmetic on the variable runs it, and
+//! so are the names of a shell's startup files (`BASH_ENV`, `ENV`), which the shell
+//! expands; a startup file that is a pipe refuses the text.
 //! Unquoted brace lists (`{a,b}`) are also expanded and `$IFS` counts as a blank; a word
 //! whose quotes bash's brace expansion reads otherwise than its parser (a `"` inside
 //! backquotes inside double quotes) is expanded as written and each result read again.
@@ -51,7 +60,9 @@
 //!
 //! Limits: this is a filter for mistakes, not a sandbox. Anything decided at run time
 //! escapes it: a command name held in a variable (`$cmd`), built by a substitution
-//! (`$(echo sudo)`), an alias defined outside the text, a function defined earlier, a script file, `source`, or a
+//! (`$(echo sudo)`), an alias defined outside the text, a function defined earlier, a
+//! value built at run time and then used as a number (`x=$(printf ...); (( x ))`), the
+//! elements of an array assignment (`x=('a[$(X)]')`), a script file, `source`, or a
 //! program that runs commands itself (`python -c`, `make`, `ssh`). Nesting deeper than
 //! [`MAX_DEPTH`] and text past the re-parse budget (four times the input) are not read, and
 //! [`Split::refusal`] says so; the policy refuses such text. Once a refusal is set, the
@@ -74,7 +85,10 @@ pub(crate) use wrappers::SHELLS;
 
 use grammar::Until;
 use lexer::Heredoc;
-use wrappers::{code_strings, find_exec_commands, peel, shell_run, Rest, ShellRun};
+use wrappers::{
+    code_strings, find_exec_commands, note_renames, peel, quoted, renamed, shell_run,
+    startup_file_piped, Rest, ShellRun,
+};
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
 /// before the text is given up on.
@@ -201,6 +215,20 @@ struct Context {
     written: Vec<String>,
     /// The same files, to find one already noted without a search through `written`.
     written_seen: HashSet<String>,
+    /// Names the text gave a program of its own choosing for the rest of it: bash's table
+    /// of programs (`hash -p PATH NAME`, `BASH_CMDS[NAME]=PATH`) maps a name to the words
+    /// it stands for, and an alias (`alias NAME=TEXT`, `BASH_ALIASES[NAME]=TEXT`) to shell
+    /// text (see [`wrappers::renamed`]).
+    renames: HashMap<String, Rename>,
+}
+
+/// What a name stands for once the text has renamed it.
+#[derive(Clone)]
+enum Rename {
+    /// A program's path, from bash's table of programs.
+    Program(String),
+    /// Shell text read where the name stands first in a command: an alias's value.
+    Alias(String),
 }
 
 impl Context {
@@ -220,6 +248,7 @@ impl Context {
             dir_generation: 0,
             written: Vec::new(),
             written_seen: HashSet::new(),
+            renames: HashMap::new(),
         }
     }
 
@@ -422,6 +451,7 @@ fn emit_texts(
     let mut stores: Vec<Cow<[String]>> = vec![Cow::Borrowed(words)];
     let mut layers: Vec<(usize, usize)> = vec![(0, 0)];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
     loop {
         let (store, start) = layers[layers.len() - 1];
         let Some(peeled) = peel(&stores[store][start..]) else {
@@ -438,6 +468,7 @@ fn emit_texts(
             break;
         }
         scripts.extend(peeled.scripts.into_iter().map(|s| (s, None)));
+        values.extend(peeled.values);
         match peeled.runs {
             Rest::From(offset) => layers.push((store, start + offset)),
             Rest::Words(words) if words.is_empty() => break,
@@ -466,6 +497,7 @@ fn emit_texts(
     let mut reads_stdin = false;
     let mut expand = Vec::new();
     let mut execs = Vec::new();
+    let mut renames = Vec::new();
     for (index, &(store, start)) in layers.iter().enumerate() {
         let layer = &stores[store][start..];
         let last = index + 1 == layers.len();
@@ -493,9 +525,17 @@ fn emit_texts(
             Some(ShellRun::Piped) => command.forms.push(format!("{} -s", basename(&layer[0]))),
             None => {}
         }
+        if startup_file_piped(layer) {
+            // `bash -i --rcfile <(curl x)` runs what the pipe brings, as `bash <(curl x)`.
+            command.forms.push(format!("{} -s", basename(&layer[0])));
+        }
         let (run, again) = code_strings(layer);
         scripts.extend(run.into_iter().map(|s| (s, None)));
         expand.extend(again);
+        note_renames(cx, layer);
+        if let Some(rename) = renamed(cx, layer) {
+            renames.push((store, start, rename));
+        }
         // `find -exec` commands are ranges of this layer's words: nested `find`s read
         // from the one word list, not from a copy per level.
         execs.extend(
@@ -536,10 +576,50 @@ fn emit_texts(
     command.dir = cx.dir.clone();
     cx.out.push(command);
     if depth >= MAX_DEPTH {
-        if !(scripts.is_empty() && expand.is_empty() && execs.is_empty()) {
+        if !(scripts.is_empty()
+            && expand.is_empty()
+            && execs.is_empty()
+            && values.is_empty()
+            && renames.is_empty())
+        {
             cx.refuse(|| TOO_COMPLEX.to_owned());
         }
         return reads_stdin;
+    }
+    for value in values {
+        Parser::new(&[], depth).expand_as_double_quoted(cx, value.as_bytes());
+    }
+    for (store, start, rename) in renames {
+        // The program or text the text made this name stand for (`hash -p`, `alias`),
+        // read in its place; the name is not renamed inside, as bash does not expand an
+        // alias within itself.
+        let layer = &stores[store][start..];
+        let name = layer[0].clone();
+        let size: usize = layer.iter().map(|w| w.len() + 1).sum();
+        if cx.budget < size {
+            cx.refuse(|| TOO_COMPLEX.to_owned());
+            continue;
+        }
+        cx.budget -= size;
+        let kept = cx.renames.remove(&name);
+        match &rename {
+            Rename::Program(path) => {
+                let mut words = vec![path.clone()];
+                words.extend(layer[1..].iter().cloned());
+                reads_stdin |= emit_texts(cx, &words, depth + 1, None, stdin, &Names::default());
+            }
+            Rename::Alias(text) => {
+                let mut script = text.clone();
+                for word in &layer[1..] {
+                    script.push(' ');
+                    script.push_str(&quoted(word));
+                }
+                sub_parse(cx, script.as_bytes(), depth + 1);
+            }
+        }
+        if let Some(kept) = kept {
+            cx.renames.entry(name).or_insert(kept);
+        }
     }
     for (script, args) in scripts {
         match args {

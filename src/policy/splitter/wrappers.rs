@@ -6,8 +6,9 @@
 
 use std::ops::Range;
 
+use super::grammar::truncated;
 use super::lexer::is_plain;
-use super::{basename, is_assignment, is_name};
+use super::{basename, is_assignment, is_name, sub_parse, Context, Parser, Rename};
 
 /// Shells: their `-c` string is split as shell text, and without a script operand they
 /// read their script from standard input.
@@ -611,6 +612,9 @@ const WRAPPERS: &[Wrapper] = &[
 pub(super) struct Peeled {
     pub runs: Rest,
     pub scripts: Vec<String>,
+    /// The values of the variables it puts in the program's environment that hold a
+    /// substitution (`env 'x=a[$(X)]' bash -c '((x))'`): see [`assigned_code`].
+    pub values: Vec<String>,
 }
 
 /// The command a wrapper runs.
@@ -630,6 +634,7 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
         return eval_of_words(words).map(|start| Peeled {
             runs: Rest::From(start),
             scripts: Vec::new(),
+            values: Vec::new(),
         });
     }
     let name = loader_name(name);
@@ -637,6 +642,7 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
     let mut peeled = Peeled {
         runs: Rest::Words(Vec::new()),
         scripts: Vec::new(),
+        values: Vec::new(),
     };
     let mut split_string: Option<String> = None;
     let mut program: Option<(usize, String)> = None;
@@ -727,10 +733,17 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
                     peeled.scripts.push(body.to_owned());
                 }
             }
+            if let Some((_, value)) = words[index].split_once('=') {
+                peeled.values.extend(assigned_code(value));
+            }
             index += 1;
         }
     }
     let index = index.min(words.len());
+    if name == "command" && describes_only(&words[1..index]) {
+        // `command -v NAME` and `command -V NAME` say what NAME is; they run nothing.
+        return Some(peeled);
+    }
     let rest = &words[index..];
     match wrapper.runs {
         Runs::Command => {
@@ -985,6 +998,10 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
     }
     let mut has_c = false;
     let mut has_s = false;
+    // `-n` (`-o noexec`) reads the script without running it, unless the shell is
+    // interactive, where it is ignored.
+    let mut noexec = false;
+    let mut interactive = false;
     let mut index = 1;
     while index < words.len() {
         let word = words[index].as_str();
@@ -1002,16 +1019,28 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
         }
         if word.len() > 1 && (word.starts_with('-') || word.starts_with('+')) {
             let flags = &word[1..];
-            has_c |= word.starts_with('-') && flags.contains('c');
-            has_s |= word.starts_with('-') && flags.contains('s');
-            index += if flags.ends_with('o') || flags.ends_with('O') {
-                2
+            let on = word.starts_with('-');
+            has_c |= on && flags.contains('c');
+            has_s |= on && flags.contains('s');
+            interactive |= on && flags.contains('i');
+            if flags.contains('n') {
+                noexec = on;
+            }
+            if flags.ends_with('o') || flags.ends_with('O') {
+                if flags.ends_with('o') && words.get(index + 1).is_some_and(|o| o == "noexec") {
+                    noexec = on;
+                }
+                index += 2;
             } else {
-                1
-            };
+                index += 1;
+            }
             continue;
         }
         break;
+    }
+    if noexec && !interactive && name != "fish" {
+        // A syntax check (`bash -n <<< 'X'`, `sh -n -c 'X'`): nothing in it runs.
+        return None;
     }
     if has_c {
         let script = words.get(index)?.clone();
@@ -1027,6 +1056,39 @@ pub(super) fn shell_run(words: &[String]) -> Option<ShellRun> {
         Some(script) if script == "<(...)" || is_open_file(script) => Some(ShellRun::Piped),
         Some(_) => None,
     }
+}
+
+/// Whether a shell reads a startup file that is a pipe or its standard input: an
+/// interactive shell runs `--rcfile <(curl x)` (and `--init-file`) as `bash <(curl x)`
+/// runs its script.
+pub(super) fn startup_file_piped(words: &[String]) -> bool {
+    if !words.first().is_some_and(|w| SHELLS.contains(&basename(w))) {
+        return false;
+    }
+    words.iter().enumerate().any(|(index, word)| {
+        let value = match word.split_once('=') {
+            Some(("--rcfile" | "--init-file", value)) => Some(value),
+            _ if matches!(word.as_str(), "--rcfile" | "--init-file") => {
+                words.get(index + 1).map(String::as_str)
+            }
+            _ => None,
+        };
+        value.is_some_and(is_pipe)
+    })
+}
+
+/// Whether a file a shell reads as a script is a pipe or its standard input
+/// (`<(...)`, `/dev/stdin`, `/dev/fd/3`).
+fn is_pipe(path: &str) -> bool {
+    path == "<(...)" || is_stdin(path) || is_open_file(path)
+}
+
+/// Whether the options of `command` (the words between its name and the command) ask
+/// only for a description of the command (`-v`, `-V`, also with `-p`).
+fn describes_only(options: &[String]) -> bool {
+    options
+        .iter()
+        .any(|o| o.starts_with('-') && !o.starts_with("--") && o.contains(['v', 'V']))
 }
 
 /// Whether a script file is the shell's own standard input (`/dev/stdin`, `/dev/fd/0`,
@@ -1054,7 +1116,7 @@ fn path_parts(path: &str) -> Vec<&str> {
 }
 
 /// The strings of shell code a builtin keeps to run later (`trap 'X' EXIT`,
-/// `mapfile -C X`, the value of `alias n=X`), and the strings it will expand again as words (a subscript in
+/// `mapfile -C X`, `compgen -C X`), and the strings it will expand again as words (a subscript in
 /// `printf -v 'a[$(X)]'`, `unset`, `test -v`, `[[ -v ]]`): `(run, expand)`.
 pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
     let mut run = Vec::new();
@@ -1070,12 +1132,34 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
                 run.push(operands[0].clone());
             }
         }
-        // The value of an alias is text the shell reads as commands where the alias
-        // stands (with `shopt -s expand_aliases`, or in an interactive shell).
-        "alias" => run.extend(
-            args.iter()
-                .filter_map(|arg| arg.split_once('=').map(|(_, value)| value.to_owned())),
-        ),
+        // The value of an alias is read where the alias is used (see [`renamed`]):
+        // defining one runs nothing.
+        // `compgen -C X` runs X at once, `complete -C X` at each completion; the word
+        // list of `-W` is expanded as words are.
+        "compgen" | "complete" => {
+            for (index, arg) in args.iter().enumerate() {
+                if !arg.starts_with('-') || arg.starts_with("--") {
+                    continue;
+                }
+                for (at, flag) in arg.bytes().enumerate().skip(1) {
+                    if !b"ACFGPSWXo".contains(&flag) {
+                        continue;
+                    }
+                    let attached = &arg[at + 1..];
+                    let value = if attached.is_empty() {
+                        args.get(index + 1).cloned()
+                    } else {
+                        Some(attached.to_owned())
+                    };
+                    match flag {
+                        b'C' => run.extend(value),
+                        b'W' => expand.extend(value.as_deref().and_then(assigned_code)),
+                        _ => {}
+                    }
+                    break;
+                }
+            }
+        }
         "mapfile" | "readarray" => {
             for (index, arg) in args.iter().enumerate() {
                 if arg == "-C" {
@@ -1137,6 +1221,9 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
                     let reread = options.contains(['n', 'i']) || value.starts_with('(');
                     if reread && value.contains('[') && expands_again(value) {
                         expand.push(value.to_owned());
+                    } else {
+                        // Any value holding a substitution, as for an assignment.
+                        expand.extend(assigned_code(value));
                     }
                 }
             }
@@ -1175,17 +1262,198 @@ fn expands_again(text: &str) -> bool {
 }
 
 /// The assignments whose value the shell runs or expands later: prompts (`PS4` with
-/// `set -x`) are expanded, `PROMPT_COMMAND` is run. `(run, expand)` like [`code_strings`].
-pub(super) fn code_in_assignment(word: &str) -> (Option<String>, Option<String>) {
+/// `set -x`) and the startup files of a shell (`BASH_ENV`, `ENV`) are expanded,
+/// `PROMPT_COMMAND` is run. `(run, expand)` like [`code_strings`]. Any other value is
+/// expanded when it holds a substitution ([`assigned_code`]).
+fn code_in_assignment(word: &str) -> (Option<String>, Option<String>) {
     let Some((name, value)) = word.split_once('=') else {
         return (None, None);
     };
     let name = name.trim_end_matches('+');
     match name {
-        "PS0" | "PS1" | "PS2" | "PS3" | "PS4" => (None, Some(value.to_owned())),
+        "PS0" | "PS1" | "PS2" | "PS3" | "PS4" | "BASH_ENV" | "ENV" => {
+            (None, Some(value.to_owned()))
+        }
         "PROMPT_COMMAND" => (Some(value.to_owned()), None),
-        _ => (None, None),
+        _ => (None, assigned_code(value)),
     }
+}
+
+/// The value assigned to a variable, when it holds a substitution written in it (not one
+/// the assignment itself ran, which was read where it stood), as text to read as if
+/// it ran: `x='a[$(X)]'`.
+///
+/// Why every such value: bash evaluates a variable's value as arithmetic wherever the
+/// variable is used as a number (`(( x ))`, `$((x))`, `let x`, `[[ $x -eq 0 ]]`,
+/// `${a[x]}`, `${s:x}`, another variable holding its name), and arithmetic expands an
+/// array subscript, `$( )` in it included, so `x='a[$(X)]'; (( x ))` runs X. Following
+/// which variables reach arithmetic (through other variables, functions, the
+/// environment of a child shell) is not possible from the text, and a substitution in a
+/// literal value is rarely data: so it is checked as if it ran. What it cannot see: a
+/// value built at run time (`x=$(printf ...)`, `read x`, `x+=` in parts, the elements of
+/// `x=(...)`), or inherited.
+pub(super) fn assigned_code(value: &str) -> Option<String> {
+    // The splitter writes a substitution it already read as `$(...)`, `` `...` `` or
+    // `$((...))`: those ran (or not) where they stood.
+    let written = value
+        .replace("$((...))", "")
+        .replace("$(...)", "")
+        .replace("`...`", "");
+    expands_again(&written).then_some(written)
+}
+
+/// What an assignment (a command's leading `NAME=value`, or one of `declare`'s operands)
+/// runs or changes: the code in its value is read, and an entry of bash's tables of
+/// programs and aliases is noted for the rest of the text.
+pub(super) fn assignment(cx: &mut Context, word: &str, depth: usize) {
+    let (run, expand) = code_in_assignment(word);
+    if let Some(script) = run {
+        sub_parse(cx, script.as_bytes(), depth + 1);
+    }
+    if let Some(text) = expand {
+        Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
+    }
+    let Some((target, value)) = word.split_once('=') else {
+        return;
+    };
+    if matches!(target, "BASH_ENV" | "ENV") && is_pipe(value) {
+        cx.refuse(|| {
+            format!(
+                "{target} names a pipe or standard input ('{value}'): the startup script a \
+                 shell reads from it cannot be checked"
+            )
+        });
+    }
+    note_table_entry(cx, target, value);
+}
+
+/// Notes an assignment to bash's table of programs (`BASH_CMDS[NAME]=PATH`, as
+/// `hash -p PATH NAME`) or of aliases (`BASH_ALIASES[NAME]=TEXT`, as `alias`). Any
+/// other change of them (the whole table, a name known at run time, `+=`) is refused:
+/// which program a name runs would not be known.
+fn note_table_entry(cx: &mut Context, target: &str, value: &str) {
+    let (table, key) = match target.split_once('[') {
+        Some((table, rest)) => (table, rest.strip_suffix(']')),
+        None => (target.trim_end_matches('+'), None),
+    };
+    if !matches!(table, "BASH_CMDS" | "BASH_ALIASES") {
+        return;
+    }
+    let key = key.filter(|k| is_name(k.as_bytes()) || is_plain_name(k));
+    match key {
+        Some(key) if !target.ends_with('+') => {
+            let rename = if table == "BASH_CMDS" {
+                Rename::Program(value.to_owned())
+            } else {
+                Rename::Alias(value.to_owned())
+            };
+            cx.renames.insert(key.to_owned(), rename);
+        }
+        _ => cx.refuse(|| {
+            format!(
+                "it changes bash's table of {} ('{}') in a way that is not followed, so \
+                 which program a name runs is not known",
+                if table == "BASH_CMDS" {
+                    "programs"
+                } else {
+                    "aliases"
+                },
+                truncated(target)
+            )
+        }),
+    }
+}
+
+/// Whether a command name is plain text (no expansion, quote or blank), as a key of
+/// `BASH_CMDS` may be (`BASH_CMDS[ls.x]`).
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_plain) && !name.contains(['$', '`', '[', ']'])
+}
+
+/// Notes what a command renames for the rest of the text: `hash -p PATH NAME...` makes
+/// each NAME run PATH, `alias NAME=TEXT` makes NAME read TEXT, `declare` and its kin
+/// assign `BASH_CMDS` or `BASH_ALIASES` as an assignment does; a builtin that assigns
+/// those tables otherwise (`read`, `printf -v`, `mapfile`) is refused.
+pub(super) fn note_renames(cx: &mut Context, words: &[String]) {
+    let Some(first) = words.first() else { return };
+    let args = &words[1..];
+    match first.as_str() {
+        "hash" => {
+            let mut path = None;
+            let mut index = 0;
+            while let Some(arg) = args.get(index) {
+                if arg == "--" {
+                    index += 1;
+                    break;
+                }
+                if !arg.starts_with('-') || arg.len() < 2 {
+                    break;
+                }
+                index += 1;
+                if let Some(at) = arg.find('p') {
+                    let attached = &arg[at + 1..];
+                    if attached.is_empty() {
+                        path = args.get(index).cloned();
+                        index += 1;
+                    } else {
+                        path = Some(attached.to_owned());
+                    }
+                }
+            }
+            if let Some(path) = path {
+                for name in args.get(index..).unwrap_or(&[]) {
+                    cx.renames
+                        .insert(name.clone(), Rename::Program(path.clone()));
+                }
+            }
+        }
+        "alias" => {
+            for (name, value) in args.iter().filter_map(|a| a.split_once('=')) {
+                cx.renames
+                    .insert(name.to_owned(), Rename::Alias(value.to_owned()));
+            }
+        }
+        "declare" | "typeset" | "local" | "export" | "readonly" => {
+            for arg in args.iter().filter(|a| !a.starts_with(['-', '+'])) {
+                let (target, value) = arg.split_once('=').unwrap_or((arg, ""));
+                let table = target.starts_with("BASH_CMDS") || target.starts_with("BASH_ALIASES");
+                if table && arg.contains('=') {
+                    note_table_entry(cx, target, value);
+                }
+            }
+        }
+        "read" | "printf" | "mapfile" | "readarray" | "wait" => {
+            if let Some(arg) = args
+                .iter()
+                .find(|a| a.contains("BASH_CMDS") || a.contains("BASH_ALIASES"))
+            {
+                cx.refuse(|| {
+                    format!(
+                        "`{first}` assigns bash's table of programs or aliases ('{}'), so \
+                         which program a name runs is not known",
+                        truncated(arg)
+                    )
+                });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a command's name stands for after the text renamed it (`hash -p /usr/bin/X t`,
+/// `alias t='X -i'`): the words to read in its place, or the shell text with its
+/// arguments appended (quoted). None when the name was not renamed.
+pub(super) fn renamed(cx: &Context, words: &[String]) -> Option<Rename> {
+    let name = words.first()?;
+    if name.contains('/') {
+        return None;
+    }
+    cx.renames.get(name).cloned()
+}
+
+/// A word quoted so that shell text reads it back as it is.
+pub(super) fn quoted(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// The commands `find` runs with `-exec`, `-execdir`, `-ok` and `-okdir`, as ranges of
