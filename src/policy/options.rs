@@ -400,6 +400,17 @@ impl ArgvPattern {
         })
     }
 
+    /// Whether a deny or ask rule with this pattern leaves the command alone although it
+    /// names it: `git push --dry-run` (`-n`) sends nothing, so a rule about `git push`
+    /// names it only when the rule itself has `-n`. A rule for all of `git` names it.
+    pub fn spares(&self, command: &Argv) -> bool {
+        let dry_run = |argv: &Argv| argv.options.iter().any(|o| o == "-n");
+        command.program == "git push"
+            && dry_run(command)
+            && self.argv.program == "git push"
+            && !dry_run(&self.argv)
+    }
+
     /// Whether the command, read option-aware, is one this pattern names. A pattern names
     /// a command with more options than its own, unless `exact` is asked for (allow rules
     /// that do not end in `:*`), where the options must be the same.

@@ -170,6 +170,9 @@ impl Rule {
 
     /// Whether the rule matches one spelling of a command: as text, or option-aware.
     pub fn matches_candidate(&self, candidate: &Candidate) -> bool {
+        if matches!((&self.argv, &candidate.argv), (Some(p), Some(a)) if p.spares(a)) {
+            return false;
+        }
         self.matches_normalized(&candidate.text)
             || matches!((&self.argv, &candidate.argv), (Some(p), Some(a)) if p.matches(a, false))
     }
@@ -386,6 +389,26 @@ mod tests {
         assert!(!r.matches("git pushover"));
         assert!(!r.matches("git pul"));
         assert!(!r.matches("echo git push"));
+    }
+
+    #[test]
+    fn a_dry_run_push_is_named_only_by_rules_that_say_so() {
+        let force = rule("Bash(git push --force:*)");
+        for dry in [
+            "git push --dry-run --force",
+            "git push --force --dry-run origin main",
+            "git push -nf",
+            "git -C x push --dry origin +main",
+        ] {
+            assert!(!force.matches(dry), "{dry}");
+        }
+        assert!(force.matches("git push --force"));
+        assert!(force.matches("git push --force -v"));
+        assert!(rule("Bash(git push:*)").matches("git push --force"));
+        assert!(!rule("Bash(git push:*)").matches("git push -n"));
+        assert!(rule("Bash(git push -n:*)").matches("git push --dry-run"));
+        assert!(rule("Bash(git:*)").matches("git push -n --force"));
+        assert!(rule("Bash(git push*)").matches("git push -n --force"));
     }
 
     #[test]

@@ -726,6 +726,9 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "bash --rcfile ~/.bashrc -i",
     "BASH_ENV=~/.env bash -c make",
     "exec -a sudo ls",
+    // A push that sends nothing.
+    "git push --dry-run --force",
+    "git push -nf origin main",
 ];
 
 /// A custom settings file: an exact rule, a glob, a prefix, ask rules and other tools.
