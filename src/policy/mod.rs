@@ -370,12 +370,23 @@ impl Policy {
         }
         // After the spellings as written, so a rule that matches both is reported plainly.
         candidates.extend(judged.iter().flatten().cloned());
-        candidates.extend(
-            split
-                .written
-                .iter()
-                .map(|file| Candidate::new(&written_form(file))),
-        );
+        let home = self.home.as_deref();
+        let mut written: Vec<&str> = split.written.iter().map(String::as_str).collect();
+        for command in commands {
+            for form in &command.forms {
+                written.extend(dd_output(form));
+                candidates.extend(path_candidates(form, home));
+            }
+        }
+        for file in &written {
+            candidates.push(Candidate::new(&written_form(file)));
+            for other in path_spellings(file, home, false) {
+                candidates.push(Candidate {
+                    judged: Some(format!("'{file}' is judged as '{other}'")),
+                    ..Candidate::new(&format!("> {other}"))
+                });
+            }
+        }
         let globbed = commands.iter().flat_map(|c| &c.name_globs);
         for (kind, list) in [("denied", &rules.deny), ("refused by 'ask'", &rules.ask)] {
             if let Some((rule, candidate)) = first_match(list, &candidates) {
@@ -400,6 +411,22 @@ impl Policy {
                         )
                     },
                 };
+            }
+            let glob = |f: &&&str| {
+                f.contains(['*', '?', '[']) || ["+(", "@(", "!("].iter().any(|e| f.contains(e))
+            };
+            for file in written.iter().filter(glob) {
+                if let Some(rule) = written_glob_names_rule(file, list) {
+                    return Verdict::Deny {
+                        rule: Some(rule.text().to_owned()),
+                        reason: format!(
+                            "the file '{file}' a redirection writes is a pattern that could \
+                             name a file {kind} by rule '{}' in {}",
+                            rule.text(),
+                            self.path.display()
+                        ),
+                    };
+                }
             }
             for glob in globbed.clone() {
                 if let Some((rule, program)) = glob_names_rule(glob, list) {
@@ -598,6 +625,104 @@ fn ends_a_line(text: &[u8]) -> bool {
 /// `Bash(> /dev/sd*)` refuses `cat x > /dev/sda`, `>> /dev/sda`, `&> /dev/sda` alike.
 pub fn written_form(file: &str) -> String {
     format!("> {}", options::canonical_path(file))
+}
+
+/// The file `dd` writes (`of=FILE`) in one spelling of a command; a redirection in all
+/// but name, checked as `> FILE` too.
+fn dd_output(form: &str) -> Option<&str> {
+    let mut words = form.split_whitespace();
+    let program = words.next()?;
+    if program.rsplit('/').next() != Some("dd") {
+        return None;
+    }
+    words.filter_map(|w| w.strip_prefix("of=")).next_back()
+}
+
+/// The other spellings of a path, which deny and ask rules see too: with the well-known
+/// symbolic links before a `..` followed ([`options::physical_path`]), a path in the
+/// home directory spelled from `~` (`/root/x` is `~/x` when the home directory is
+/// `/root`), one from `~` as in the home directory, and, when `canonical` is asked for,
+/// the path made canonical ([`options::canonical_path`]). Empty for a path that is not
+/// rooted.
+fn path_spellings(path: &str, home: Option<&str>, canonical: bool) -> Vec<String> {
+    if !options::is_rooted(path) {
+        return Vec::new();
+    }
+    let plain = options::canonical_path(path);
+    let mut bases = vec![plain.clone()];
+    bases.extend(options::physical_path(path));
+    let mut out: Vec<String> = Vec::new();
+    for (index, base) in bases.iter().enumerate() {
+        let mut other = home.and_then(|home| {
+            if let Some(rest) = base.strip_prefix('~') {
+                (rest.is_empty() || rest.starts_with('/')).then(|| format!("{home}{rest}"))
+            } else {
+                let rest = base.strip_prefix(home)?;
+                (rest.is_empty() || rest.starts_with('/')).then(|| format!("~{rest}"))
+            }
+        });
+        let base = (index > 0 || canonical).then(|| base.clone());
+        for spelling in [base, other.take()].into_iter().flatten() {
+            if spelling != path && !out.contains(&spelling) {
+                out.push(spelling);
+            }
+        }
+    }
+    out
+}
+
+/// The spellings of a command with its rooted path operands (and `dd`'s `of=`) spelled
+/// as [`path_spellings`] spells them, each with what they were judged as; none when no
+/// operand has another spelling.
+fn path_candidates(form: &str, home: Option<&str>) -> Vec<Candidate> {
+    let words: Vec<&str> = form.split_whitespace().collect();
+    let dd = words.first().and_then(|w| w.rsplit('/').next()) == Some("dd");
+    let others: Vec<Vec<String>> = words
+        .iter()
+        .map(|word| match word.strip_prefix("of=").filter(|_| dd) {
+            Some(file) => path_spellings(file, home, true)
+                .into_iter()
+                .map(|p| format!("of={p}"))
+                .collect(),
+            None => path_spellings(word, home, false),
+        })
+        .collect();
+    let count = others.iter().map(Vec::len).max().unwrap_or(0);
+    (0..count)
+        .map(|k| {
+            let mut judged = Vec::new();
+            let text: Vec<&str> = words
+                .iter()
+                .zip(&others)
+                .map(|(word, other)| match other.get(k).or(other.last()) {
+                    Some(spelling) => {
+                        judged.push(format!("'{word}' is judged as '{spelling}'"));
+                        spelling.as_str()
+                    }
+                    None => word,
+                })
+                .collect();
+            Candidate {
+                judged: Some(judged.join(", ")),
+                ..Candidate::new(&text.join(" "))
+            }
+        })
+        .collect()
+}
+
+/// The first rule about a written file (`Bash(> /dev/sd*)`) whose pattern could name a
+/// file a redirection to a glob writes (`> /dev/s[d]a`): bash writes to the one file the
+/// glob matches.
+fn written_glob_names_rule<'r>(file: &str, rules: &'r [Rule]) -> Option<&'r Rule> {
+    let mut spellings = vec![options::canonical_path(file)];
+    spellings.extend(options::physical_path(file));
+    rules.iter().find(|rule| {
+        rule.written_pattern().is_some_and(|pattern| {
+            spellings
+                .iter()
+                .any(|file| options::globs_overlap(file, pattern))
+        })
+    })
 }
 
 /// The first rule, in file order, that matches any of the candidates, with the first

@@ -512,6 +512,181 @@ pub(crate) fn canonical_path(path: &str) -> String {
     }
 }
 
+/// Symbolic links found on most Linux systems, and where they lead (as names from `/`):
+/// `/var/run/..` is `/`, not `/var`. `/proc/<pid>/root` (any pid, `self`,
+/// `thread-self`) leads to `/` and is handled on its own.
+const KNOWN_LINKS: &[(&[&str], &[&str])] = &[
+    (&["var", "run"], &["run"]),
+    (&["var", "lock"], &["run", "lock"]),
+    (&["bin"], &["usr", "bin"]),
+    (&["sbin"], &["usr", "sbin"]),
+    (&["lib"], &["usr", "lib"]),
+    (&["lib32"], &["usr", "lib32"]),
+    (&["lib64"], &["usr", "lib64"]),
+    (&["libx32"], &["usr", "libx32"]),
+];
+
+/// An absolute path with `.` and `..` folded after following the symbolic links in
+/// [`KNOWN_LINKS`] and `/proc/<pid>/root`, as the kernel would: `/var/run/../dev/sda`
+/// is `/dev/sda`, `/proc/self/root/dev/sda` is `/dev/sda`. None when that is what
+/// [`canonical_path`] makes of it already, or the path is not absolute. No file is
+/// looked at (the path may lead into the mount itself), so other links are not known.
+pub(crate) fn physical_path(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let path = path.replace("**", "*");
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            _ => {
+                parts.push(part);
+                if let ["proc", _, "root"] = parts.as_slice() {
+                    parts.clear();
+                } else if let Some((_, to)) = KNOWN_LINKS.iter().find(|(from, _)| *from == parts) {
+                    parts = to.to_vec();
+                }
+            }
+        }
+    }
+    let physical = format!("/{}", parts.join("/"));
+    (physical != canonical_path(&path)).then_some(physical)
+}
+
+/// Whether two glob patterns (`*`, `?`, `[...]`) could match the same text: a redirection
+/// to `/dev/s[d]a` and a rule for `/dev/sd*`. A `*` is taken to cross `/` in both, and a
+/// form the reader does not know (`[[:alpha:]]`, `@(...)`) matches anything, so the
+/// answer errs towards yes.
+pub(crate) fn globs_overlap(a: &str, b: &str) -> bool {
+    let (a, b) = (glob_tokens(a), glob_tokens(b));
+    // seen[i][j]: the suffixes from i and j were already tried and share no text.
+    let mut seen = vec![vec![false; b.len() + 1]; a.len() + 1];
+    let mut stack = vec![(0, 0)];
+    while let Some((i, j)) = stack.pop() {
+        if std::mem::replace(&mut seen[i][j], true) {
+            continue;
+        }
+        match (a.get(i), b.get(j)) {
+            (None, None) => return true,
+            (Some(GlobToken::Star), _) => {
+                stack.push((i + 1, j));
+                if j < b.len() {
+                    stack.push((i, j + 1));
+                }
+            }
+            (_, Some(GlobToken::Star)) => {
+                stack.push((i, j + 1));
+                if i < a.len() {
+                    stack.push((i + 1, j));
+                }
+            }
+            (Some(x), Some(y)) if (0..=0x80_u8).any(|c| x.takes(c) && y.takes(c)) => {
+                stack.push((i + 1, j + 1));
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// One element of a glob pattern; a byte past ASCII stands as 0x80.
+#[derive(Debug)]
+enum GlobToken {
+    Byte(u8),
+    Any,
+    Star,
+    /// A bracket expression: the bytes it takes, and whether it is negated.
+    Class(Vec<u8>, bool),
+}
+
+impl GlobToken {
+    fn takes(&self, byte: u8) -> bool {
+        match self {
+            GlobToken::Byte(b) => *b == byte,
+            GlobToken::Any | GlobToken::Star => true,
+            GlobToken::Class(bytes, negated) => bytes.contains(&byte) != *negated,
+        }
+    }
+}
+
+fn glob_tokens(pattern: &str) -> Vec<GlobToken> {
+    let bytes: Vec<u8> = pattern.bytes().map(|b| b.min(0x80)).collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        at += 1;
+        let extended =
+            matches!(byte, b'?' | b'*' | b'+' | b'@' | b'!') && bytes.get(at) == Some(&b'(');
+        if extended {
+            // An extended glob's pattern list (`@(a|b)`) may match anything: a `*`.
+            let mut depth = 0usize;
+            while let Some(&b) = bytes.get(at) {
+                at += 1;
+                depth = match b {
+                    b'(' => depth + 1,
+                    b')' => depth - 1,
+                    _ => depth,
+                };
+                if depth == 0 {
+                    break;
+                }
+            }
+            out.push(GlobToken::Star);
+            continue;
+        }
+        match byte {
+            b'*' => out.push(GlobToken::Star),
+            b'?' => out.push(GlobToken::Any),
+            b'\\' if at < bytes.len() => {
+                out.push(GlobToken::Byte(bytes[at]));
+                at += 1;
+            }
+            b'[' => {
+                let negated = matches!(bytes.get(at), Some(b'!' | b'^'));
+                let start = at + usize::from(negated);
+                // A `]` first is one of the bytes; the class ends at the next `]`.
+                let close = bytes
+                    .iter()
+                    .skip(start + 1)
+                    .position(|&b| b == b']')
+                    .map(|p| p + start + 1);
+                let Some(close) = close.filter(|_| start < bytes.len()) else {
+                    out.push(GlobToken::Byte(b'['));
+                    continue;
+                };
+                let inner = &bytes[start..close];
+                if inner
+                    .windows(2)
+                    .any(|w| w[0] == b'[' && matches!(w[1], b':' | b'=' | b'.'))
+                {
+                    out.push(GlobToken::Any);
+                } else {
+                    let mut set = Vec::new();
+                    let mut k = 0;
+                    while k < inner.len() {
+                        if k + 2 < inner.len() && inner[k + 1] == b'-' {
+                            set.extend(inner[k]..=inner[k + 2]);
+                            k += 3;
+                        } else {
+                            set.push(inner[k]);
+                            k += 1;
+                        }
+                    }
+                    out.push(GlobToken::Class(set, negated));
+                }
+                at = close + 1;
+            }
+            _ => out.push(GlobToken::Byte(byte)),
+        }
+    }
+    out
+}
+
 /// The length of the spelling of the home directory that `path` starts with: `$HOME`,
 /// `${HOME}`, or `${HOME...}` with an operator that leaves a set `HOME` as it is (`:?`
 /// and `?` with or without a message, `:-`, `-`, `:=`, `=` with a default, `%/` and
@@ -660,6 +835,53 @@ mod tests {
         let allow = ArgvPattern::new("rm -r /tmp/x", false).expect("rm pattern");
         assert!(allow.matches(&argv("rm -r /tmp/x"), true));
         assert!(!allow.matches(&argv("rm --rec /tmp/x"), true));
+    }
+
+    #[test]
+    fn known_links_are_followed_before_dot_dot() {
+        for (path, physical) in [
+            ("/var/run/../dev/sda", Some("/dev/sda")),
+            ("/var/lock/../dev/sda", Some("/run/dev/sda")),
+            ("/var/lock/../../dev/sda", None),
+            ("/proc/self/root/dev/sda", Some("/dev/sda")),
+            ("/proc/thread-self/root", Some("/")),
+            ("/proc/42/root/../etc", Some("/etc")),
+            ("/bin/../dev/sda", Some("/usr/dev/sda")),
+            ("//var/./run/x", Some("/run/x")),
+            ("/var/tmp/../dev/sda", None),
+            ("/dev/sda", None),
+            ("dev/sda", None),
+            ("~/x/..", None),
+        ] {
+            assert_eq!(physical_path(path).as_deref(), physical, "{path}");
+        }
+    }
+
+    #[test]
+    fn globs_overlap_when_some_text_matches_both() {
+        for (a, b) in [
+            ("/dev/s[d]a", "/dev/sd*"),
+            ("/dev/s?a", "/dev/sd*"),
+            ("/dev/*", "/dev/sd*"),
+            ("/dev/[!a]da", "/dev/sd*"),
+            ("/dev/[r-t]d[a-c]1", "/dev/sd*"),
+            ("/dev/s[[:alpha:]]a", "/dev/sd*"),
+            ("/dev/@(x|sda)", "/dev/sd*"),
+            ("/dev/sda", "/dev/sda"),
+            ("/dev/[]s]da", "/dev/sd*"),
+            ("*", "/dev/sd*"),
+        ] {
+            assert!(globs_overlap(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("/dev/nu?l", "/dev/sd*"),
+            ("/dev/[!s]da", "/dev/sd*"),
+            ("/tmp/*.log", "/dev/sd*"),
+            ("/dev/s[a-c]a", "/dev/sd*"),
+            ("/dev/sda?", "/dev/sda"),
+        ] {
+            assert!(!globs_overlap(a, b), "{a} {b}");
+        }
     }
 
     #[test]

@@ -217,6 +217,22 @@ impl Rule {
     pub fn text(&self) -> &str {
         &self.text
     }
+
+    /// For a rule about a file a redirection writes (`Bash(> /dev/sd*)`), its pattern
+    /// for the file (`/dev/sd*`).
+    pub fn written_pattern(&self) -> Option<&str> {
+        let pattern = match &self.shape {
+            Shape::Exact(text) | Shape::Prefix(text) => text.as_str(),
+            Shape::Glob(_) | Shape::GlobPrefix(..) => self
+                .text
+                .strip_prefix("Bash(")?
+                .strip_suffix(')')
+                .map(|p| p.strip_suffix(":*").unwrap_or(p))?
+                .trim(),
+            Shape::Everything => return None,
+        };
+        pattern.strip_prefix("> ").map(str::trim_start)
+    }
 }
 
 /// A `kill` command (normalised) with its numbers written without leading zeros:

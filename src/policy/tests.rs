@@ -384,6 +384,24 @@ const DEFAULT_REFUSED: &[&str] = &[
     "bash -n -i <<< 'sudo x'",
     "bash -n +n -c 'sudo x'",
     "command -p sudo ls",
+    // Paths: the well-known symbolic links before `..` are followed, a glob a redirection
+    // writes could name a disk, and `dd of=` is made canonical and checked as `> FILE`.
+    "cat x > /var/run/../dev/sda",
+    "cat x > /var/lock/../../dev/sda",
+    "cat x >> /proc/self/root/dev/sda",
+    "cat x > /proc/1/root//dev/./sda",
+    "cat x > /bin/../dev/sda",
+    "rm -rf /var/run/../*",
+    "rm -rf /proc/self/root/",
+    "cat x > /dev/s[d]a",
+    "cat x > /dev/s?a",
+    "cat x > /dev/[r-t]da1",
+    "cat x > /dev/[!a]da",
+    "shopt -s extglob; cat x > /dev/@(sda|null)",
+    "dd if=x of=//dev/./sda",
+    "dd if=x of=/tmp/../dev/sda",
+    "dd if=x of=/proc/self/root/dev/nvme0n1",
+    "dd if=x of=/dev/s?a",
     "mapfile -C 'sudo ls' -c 1 x < f",
     "readarray -C'sudo ls' x < f",
     "PS4='$(sudo ls)'; set -x; :",
@@ -726,6 +744,12 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "bash --rcfile ~/.bashrc -i",
     "BASH_ENV=~/.env bash -c make",
     "exec -a sudo ls",
+    // Globs a redirection writes that name no disk; a `dd` writing a file.
+    "cat x > /dev/nu?l",
+    "cat x > /tmp/*.log",
+    "cat x > /dev/tty[0-9]",
+    "dd if=/dev/zero of=/tmp/x.img bs=1M count=1",
+    "cat x > /var/run/../tmp/x",
     // A push that sends nothing.
     "git push --dry-run --force",
     "git push -nf origin main",
@@ -1934,6 +1958,61 @@ fn a_cd_in_a_subshell_changes_nothing_after_it() {
             ("rm x".to_owned(), Some("/b".to_owned())),
         ]
     );
+}
+
+#[test]
+fn absolute_paths_in_the_home_directory_are_judged_from_home() {
+    // Running as root, the home directory is `/root`: `/root/*` is `~/*`.
+    let f = default_fixture();
+    let root = Fixture {
+        policy: f
+            .policy
+            .with_start_dir(Path::new("/srv"), Some(Path::new("/root"))),
+        ..f
+    };
+    for text in [
+        "rm -rf /root/*",
+        "rm -rf /root/",
+        "rm -rf //root/../root/?*",
+    ] {
+        let verdict = root.policy.check(text.as_bytes());
+        let Verdict::Deny { reason, .. } = &verdict else {
+            panic!("{text} was allowed");
+        };
+        assert!(reason.contains("is judged as '~"), "{text}: {reason}");
+    }
+    assert!(!refused(&root.policy, "rm -rf /root/build"));
+    assert!(!refused(&root.policy, "rm -rf /rootfs/*"));
+    // A rule naming the home directory by its path names `~` too.
+    let f = fixture(
+        r#"{"permissions":{"deny":["Bash(rm -r /home/me/[*])","Bash(cat /home/me/.ssh/id_ed25519)"]}}"#,
+        false,
+    );
+    let me = Fixture {
+        policy: f
+            .policy
+            .with_start_dir(Path::new("/srv"), Some(Path::new("/home/me"))),
+        ..f
+    };
+    assert!(refused(&me.policy, "rm -rf ~/*"));
+    assert!(refused(&me.policy, "cat ~/.ssh/id_ed25519"));
+    assert!(!refused(&me.policy, "rm -rf ~/x/*"));
+}
+
+#[test]
+fn a_redirection_to_a_glob_names_the_rule_it_could_meet() {
+    let f = default_fixture();
+    let verdict = f.policy.check(b"cat x > /dev/s[d]a");
+    let Verdict::Deny { reason, rule } = verdict else {
+        panic!("allowed");
+    };
+    assert_eq!(rule.as_deref(), Some("Bash(> /dev/sd*)"));
+    assert!(reason.contains("the file '/dev/s[d]a' a redirection writes is a pattern"));
+    let verdict = f.policy.check(b"dd if=x of=/var/run/../dev/sda");
+    let Verdict::Deny { reason, .. } = verdict else {
+        panic!("allowed");
+    };
+    assert!(reason.contains("judged as"), "{reason}");
 }
 
 /// The default settings judging commands that start in `start`, with `/home/me` home.
