@@ -530,7 +530,10 @@ pub fn skill(site: &Site) -> String {
          the deny list (or a bad `#terminalfs` line). The command did not run; \
          `{m}/cmd/<name>/reason` names the rule. A relative path given to `rm`, `chmod`, \
          `chown` or `chgrp` is judged as the path it names from where the command runs: \
-         `cd / && rm -rf *` is `rm -rf /*`, and `reason` says what it was judged as. Do not \
+         `cd / && rm -rf *` is `rm -rf /*`, and `reason` says what it was judged as. An \
+         alias or a `hash -p` name is judged as what it stands for, and a value assigned \
+         with `$( )` or backquotes in it as if it ran (bash runs it when the variable is \
+         used as a number): keep such text out of variables. Do not \
          try to get around the rule: ask the user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
          `cmd/<name>` first. \"Invalid argument\" means the name is not allowed.\n\n\
          ## Rules of thumb\n\n\
