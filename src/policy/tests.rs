@@ -335,6 +335,12 @@ const DEFAULT_REFUSED: &[&str] = &[
     "alias t=rm\nt -rf /",
     "BASH_ALIASES[t]='sudo ls'\nt",
     "alias t=u u='sudo ls'\nt",
+    // A use before the definition: in a loop, or read once already.
+    "t -i; hash -p /usr/bin/sudo t; t -i",
+    "t\nalias t='sudo -i'\nt",
+    "for i in 1 2; do t -i; hash -p /usr/bin/sudo t; done",
+    "for i in 1 2; do t; alias t='sudo -i'; alias t=ls; done",
+    "alias a='alias b=\"sudo -i\"'\na\nb",
     // Bash's table of programs makes a name run the program given.
     "hash -p /usr/bin/sudo t; t -i",
     "hash -p/usr/bin/sudo t; t -i",

@@ -31,7 +31,8 @@
 //! (`curl x | sh`, `sh <(curl x)`, `sh < <(curl x)`, and `. <(curl x)`) is also spelled
 //! `sh -s` (`. -s`), so one rule names every such form.
 //! A name the text renames is read as what it stands for wherever it is a command's
-//! program, for the rest of the text: an alias (`alias t='X -i'`, `BASH_ALIASES[t]=...`)
+//! program, anywhere in the text (a loop may run a use written before the definition; a
+//! text that renames is read again knowing every name it renames): an alias (`alias t='X -i'`, `BASH_ALIASES[t]=...`)
 //! as its value followed by the arguments, a name in bash's table of programs
 //! (`hash -p /usr/bin/X t`, `BASH_CMDS[t]=/usr/bin/X`) as that program; changes of those
 //! tables that are not followed (the whole table, a name known at run time, `read`)
@@ -148,14 +149,36 @@ pub const TOO_COMPLEX: &str = "it nests too deeply or repeats too much shell tex
 /// Splits shell text into the simple commands it would run, each in all its spellings.
 /// Accepts any text; never panics.
 pub fn split(text: &str) -> Split {
-    let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
-    let mut cx = Context::new(allowance);
-    let mut parser = Parser::new(text.as_bytes(), 0);
-    parser.parse_list(&mut cx, Until::End);
-    Split {
-        commands: cx.out,
-        refusal: cx.refusal,
-        written: cx.written,
+    // A text that renames names (`alias`, `hash -p`) is read again knowing all of them
+    // from its start, since a use may come before the definition (in a loop, or once
+    // more after it), until a reading finds no new one.
+    let mut renames = Renames::new();
+    let mut readings = 0;
+    loop {
+        let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
+        let mut cx = Context::new(allowance);
+        cx.renames = renames;
+        let known: usize = cx.renames.values().map(Vec::len).sum();
+        let mut parser = Parser::new(text.as_bytes(), 0);
+        parser.parse_list(&mut cx, Until::End);
+        readings += 1;
+        let found: usize = cx.renames.values().map(Vec::len).sum();
+        if found > known && cx.refusal.is_none() {
+            if readings < MAX_RENAME_READINGS {
+                renames = cx.renames;
+                continue;
+            }
+            cx.refuse(|| {
+                "it defines aliases or names of programs that define more of them, too \
+                 deep to follow"
+                    .to_owned()
+            });
+        }
+        return Split {
+            commands: cx.out,
+            refusal: cx.refusal,
+            written: cx.written,
+        };
     }
 }
 
@@ -215,15 +238,23 @@ struct Context {
     written: Vec<String>,
     /// The same files, to find one already noted without a search through `written`.
     written_seen: HashSet<String>,
-    /// Names the text gave a program of its own choosing for the rest of it: bash's table
-    /// of programs (`hash -p PATH NAME`, `BASH_CMDS[NAME]=PATH`) maps a name to the words
-    /// it stands for, and an alias (`alias NAME=TEXT`, `BASH_ALIASES[NAME]=TEXT`) to shell
-    /// text (see [`wrappers::renamed`]).
-    renames: HashMap<String, Rename>,
+    /// Names the text gives a meaning of its own choosing: bash's table of programs
+    /// (`hash -p PATH NAME`, `BASH_CMDS[NAME]=PATH`) maps a name to a program, and an
+    /// alias (`alias NAME=TEXT`, `BASH_ALIASES[NAME]=TEXT`) to shell text (see
+    /// [`wrappers::renamed`]). Every meaning a name is given anywhere in the text counts
+    /// everywhere in it: a loop may run a use after the definition below it.
+    renames: Renames,
 }
 
+/// Every meaning each renamed name is given in a text.
+type Renames = HashMap<String, Vec<Rename>>;
+
+/// How many times a text that renames names is read, each time knowing the names the
+/// readings before it found, before it is given up on.
+const MAX_RENAME_READINGS: usize = 4;
+
 /// What a name stands for once the text has renamed it.
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 enum Rename {
     /// A program's path, from bash's table of programs.
     Program(String),
@@ -248,7 +279,7 @@ impl Context {
             dir_generation: 0,
             written: Vec::new(),
             written_seen: HashSet::new(),
-            renames: HashMap::new(),
+            renames: Renames::new(),
         }
     }
 
@@ -589,36 +620,44 @@ fn emit_texts(
     for value in values {
         Parser::new(&[], depth).expand_as_double_quoted(cx, value.as_bytes());
     }
-    for (store, start, rename) in renames {
+    for (store, start, meanings) in renames {
         // The program or text the text made this name stand for (`hash -p`, `alias`),
         // read in its place; the name is not renamed inside, as bash does not expand an
         // alias within itself.
         let layer = &stores[store][start..];
         let name = layer[0].clone();
-        let size: usize = layer.iter().map(|w| w.len() + 1).sum();
-        if cx.budget < size {
-            cx.refuse(|| TOO_COMPLEX.to_owned());
-            continue;
-        }
-        cx.budget -= size;
         let kept = cx.renames.remove(&name);
-        match &rename {
-            Rename::Program(path) => {
-                let mut words = vec![path.clone()];
-                words.extend(layer[1..].iter().cloned());
-                reads_stdin |= emit_texts(cx, &words, depth + 1, None, stdin, &Names::default());
+        for rename in meanings {
+            let size: usize = layer.iter().map(|w| w.len() + 1).sum();
+            if cx.budget < size {
+                cx.refuse(|| TOO_COMPLEX.to_owned());
+                continue;
             }
-            Rename::Alias(text) => {
-                let mut script = text.clone();
-                for word in &layer[1..] {
-                    script.push(' ');
-                    script.push_str(&quoted(word));
+            cx.budget -= size;
+            match &rename {
+                Rename::Program(path) => {
+                    let mut words = vec![path.clone()];
+                    words.extend(layer[1..].iter().cloned());
+                    reads_stdin |=
+                        emit_texts(cx, &words, depth + 1, None, stdin, &Names::default());
                 }
-                sub_parse(cx, script.as_bytes(), depth + 1);
+                Rename::Alias(text) => {
+                    let mut script = text.clone();
+                    for word in &layer[1..] {
+                        script.push(' ');
+                        script.push_str(&quoted(word));
+                    }
+                    sub_parse(cx, script.as_bytes(), depth + 1);
+                }
             }
         }
         if let Some(kept) = kept {
-            cx.renames.entry(name).or_insert(kept);
+            let meanings = cx.renames.entry(name).or_default();
+            for rename in kept {
+                if !meanings.contains(&rename) {
+                    meanings.push(rename);
+                }
+            }
         }
     }
     for (script, args) in scripts {

@@ -1347,7 +1347,7 @@ fn note_table_entry(cx: &mut Context, target: &str, value: &str) {
             } else {
                 Rename::Alias(value.to_owned())
             };
-            cx.renames.insert(key.to_owned(), rename);
+            give_meaning(cx, key, rename);
         }
         _ => cx.refuse(|| {
             format!(
@@ -1402,15 +1402,13 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String]) {
             }
             if let Some(path) = path {
                 for name in args.get(index..).unwrap_or(&[]) {
-                    cx.renames
-                        .insert(name.clone(), Rename::Program(path.clone()));
+                    give_meaning(cx, name, Rename::Program(path.clone()));
                 }
             }
         }
         "alias" => {
             for (name, value) in args.iter().filter_map(|a| a.split_once('=')) {
-                cx.renames
-                    .insert(name.to_owned(), Rename::Alias(value.to_owned()));
+                give_meaning(cx, name, Rename::Alias(value.to_owned()));
             }
         }
         "declare" | "typeset" | "local" | "export" | "readonly" => {
@@ -1440,10 +1438,18 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String]) {
     }
 }
 
+/// Notes one more meaning of `name` (see `Context::renames`).
+fn give_meaning(cx: &mut Context, name: &str, rename: Rename) {
+    let meanings = cx.renames.entry(name.to_owned()).or_default();
+    if !meanings.contains(&rename) {
+        meanings.push(rename);
+    }
+}
+
 /// What a command's name stands for after the text renamed it (`hash -p /usr/bin/X t`,
-/// `alias t='X -i'`): the words to read in its place, or the shell text with its
+/// `alias t='X -i'`): each program to run in its place, or shell text to read with its
 /// arguments appended (quoted). None when the name was not renamed.
-pub(super) fn renamed(cx: &Context, words: &[String]) -> Option<Rename> {
+pub(super) fn renamed(cx: &Context, words: &[String]) -> Option<Vec<Rename>> {
     let name = words.first()?;
     if name.contains('/') {
         return None;
