@@ -359,6 +359,7 @@ const DEFAULT_REFUSED: &[&str] = &[
     "read 'BASH_CMDS[t]' <<< /usr/bin/sudo; t -i",
     "printf -v 'BASH_CMDS[t]' /usr/bin/sudo; t -i",
     "BASH_ALIASES=([t]='sudo -i'); t",
+    "alias t='cat <<E'\nt\nsudo -i\nE",
     // A value holding a substitution is checked as if it ran: arithmetic on the
     // variable expands it (`a[$(X)]` runs X).
     "x='a[$(sudo -i)]'; (( x ))",

@@ -140,4 +140,6 @@ pub const FINDINGS: &[&str] = &[
     // An alias read where it is used, with its arguments; one used inside itself.
     "shopt -s expand_aliases\nalias t='cd /; zapme'\nt x",
     "shopt -s expand_aliases\nalias zapme='zapme -x'\nzapme y",
+    // A here-document in an alias reads its body from the lines after the use.
+    "shopt -s expand_aliases\nalias t='echo; zap<<'E'\nme' u=x\nt",
 ];

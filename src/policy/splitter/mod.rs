@@ -641,6 +641,16 @@ fn emit_texts(
                     reads_stdin |=
                         emit_texts(cx, &words, depth + 1, None, stdin, &Names::default());
                 }
+                Rename::Alias(text) if text.replace("<<<", "").contains("<<") => {
+                    // bash reads the body of a here-document in an alias from the lines
+                    // after the alias is used, not from the alias.
+                    cx.refuse(|| {
+                        format!(
+                            "the alias '{name}' holds a here-document, whose body is read \
+                             from the text after each use"
+                        )
+                    });
+                }
                 Rename::Alias(text) => {
                     let mut script = text.clone();
                     for word in &layer[1..] {
