@@ -648,22 +648,13 @@ fn path_spellings(path: &str, home: Option<&str>, canonical: bool) -> Vec<String
     if !options::is_rooted(path) {
         return Vec::new();
     }
-    let plain = options::canonical_path(path);
-    let mut bases = vec![plain.clone()];
+    let mut bases = vec![options::canonical_path(path)];
     bases.extend(options::physical_path(path));
     let mut out: Vec<String> = Vec::new();
-    for (index, base) in bases.iter().enumerate() {
-        let mut other = home.and_then(|home| {
-            if let Some(rest) = base.strip_prefix('~') {
-                (rest.is_empty() || rest.starts_with('/')).then(|| format!("{home}{rest}"))
-            } else {
-                let rest = base.strip_prefix(home)?;
-                (rest.is_empty() || rest.starts_with('/')).then(|| format!("~{rest}"))
-            }
-        });
-        let base = (index > 0 || canonical).then(|| base.clone());
-        for spelling in [base, other.take()].into_iter().flatten() {
-            if spelling != path && !out.contains(&spelling) {
+    for (index, base) in bases.into_iter().enumerate() {
+        for (from_home, spelling) in spellings_of_dir(base, home).into_iter().enumerate() {
+            let wanted = index > 0 || from_home > 0 || canonical;
+            if wanted && spelling != path && !out.contains(&spelling) {
                 out.push(spelling);
             }
         }
@@ -781,8 +772,8 @@ fn canonical_dir(dir: &Path) -> Option<String> {
         .and_then(|dir| options::join_path("/", dir))
 }
 
-/// `dir` (`/`- or `~`-rooted, canonical), and the same directory spelled from the other
-/// root when it is in `home`.
+/// `dir` (`/`- or `~`-rooted, canonical), and the same directory (or file) spelled from
+/// the other root when it is in `home`.
 fn spellings_of_dir(dir: String, home: Option<&str>) -> Vec<String> {
     let other = home.and_then(|home| {
         if let Some(rest) = dir.strip_prefix('~') {
