@@ -412,21 +412,16 @@ impl Policy {
                     },
                 };
             }
-            let glob = |f: &&&str| {
-                f.contains(['*', '?', '[']) || ["+(", "@(", "!("].iter().any(|e| f.contains(e))
-            };
-            for file in written.iter().filter(glob) {
-                if let Some(rule) = written_glob_names_rule(file, list) {
-                    return Verdict::Deny {
-                        rule: Some(rule.text().to_owned()),
-                        reason: format!(
-                            "the file '{file}' a redirection writes is a pattern that could \
-                             name a file {kind} by rule '{}' in {}",
-                            rule.text(),
-                            self.path.display()
-                        ),
-                    };
-                }
+            if let Some((file, rule)) = written_glob_names_rule(&written, list) {
+                return Verdict::Deny {
+                    rule: Some(rule.text().to_owned()),
+                    reason: format!(
+                        "the file '{file}' a redirection writes is a pattern that could \
+                         name a file {kind} by rule '{}' in {}",
+                        rule.text(),
+                        self.path.display()
+                    ),
+                };
             }
             for glob in globbed.clone() {
                 if let Some((rule, program)) = glob_names_rule(glob, list) {
@@ -648,8 +643,16 @@ fn path_spellings(path: &str, home: Option<&str>, canonical: bool) -> Vec<String
     if !options::is_rooted(path) {
         return Vec::new();
     }
+    // Most paths have no other spelling: found without building any.
+    let through_links = path.contains("/..") || path.contains("proc/");
+    let home_named = path.starts_with(['~', '$']) || home.is_some_and(|h| path.contains(h));
+    if !(canonical || through_links || home_named) {
+        return Vec::new();
+    }
     let mut bases = vec![options::canonical_path(path)];
-    bases.extend(options::physical_path(path));
+    if through_links {
+        bases.extend(options::physical_path(path));
+    }
     let mut out: Vec<String> = Vec::new();
     for (index, base) in bases.into_iter().enumerate() {
         for (from_home, spelling) in spellings_of_dir(base, home).into_iter().enumerate() {
@@ -701,19 +704,38 @@ fn path_candidates(form: &str, home: Option<&str>) -> Vec<Candidate> {
         .collect()
 }
 
-/// The first rule about a written file (`Bash(> /dev/sd*)`) whose pattern could name a
-/// file a redirection to a glob writes (`> /dev/s[d]a`): bash writes to the one file the
-/// glob matches.
-fn written_glob_names_rule<'r>(file: &str, rules: &'r [Rule]) -> Option<&'r Rule> {
-    let mut spellings = vec![options::canonical_path(file)];
-    spellings.extend(options::physical_path(file));
-    rules.iter().find(|rule| {
-        rule.written_pattern().is_some_and(|pattern| {
-            spellings
-                .iter()
-                .any(|file| options::globs_overlap(file, pattern))
-        })
-    })
+/// The first file written that is a glob (`> /dev/s[d]a`) with the first rule about a
+/// written file (`Bash(> /dev/sd*)`) whose pattern could name a file it matches: bash
+/// writes to the one file the glob matches.
+fn written_glob_names_rule<'f, 'r>(
+    written: &[&'f str],
+    rules: &'r [Rule],
+) -> Option<(&'f str, &'r Rule)> {
+    let is_glob = |file: &&&str| {
+        file.contains(['*', '?', '[']) || ["+(", "@(", "!("].iter().any(|e| file.contains(e))
+    };
+    let mut globs = written.iter().filter(is_glob).peekable();
+    globs.peek()?;
+    let patterns: Vec<(&Rule, options::GlobPattern)> = rules
+        .iter()
+        .filter_map(|rule| Some((rule, options::GlobPattern::new(rule.written_pattern()?))))
+        .collect();
+    for file in globs {
+        let mut spellings = vec![options::canonical_path(file)];
+        if file.contains("/..") || file.contains("proc/") {
+            spellings.extend(options::physical_path(file));
+        }
+        let spellings: Vec<options::GlobPattern> = spellings
+            .iter()
+            .map(|s| options::GlobPattern::new(s))
+            .collect();
+        for (rule, pattern) in &patterns {
+            if spellings.iter().any(|file| file.overlaps(pattern)) {
+                return Some((file, rule));
+            }
+        }
+    }
+    None
 }
 
 /// The first rule, in file order, that matches any of the candidates, with the first

@@ -560,9 +560,51 @@ pub(crate) fn physical_path(path: &str) -> Option<String> {
 /// Whether two glob patterns (`*`, `?`, `[...]`) could match the same text: a redirection
 /// to `/dev/s[d]a` and a rule for `/dev/sd*`. A `*` is taken to cross `/` in both, and a
 /// form the reader does not know (`[[:alpha:]]`, `@(...)`) matches anything, so the
-/// answer errs towards yes.
-pub(crate) fn globs_overlap(a: &str, b: &str) -> bool {
-    let (a, b) = (glob_tokens(a), glob_tokens(b));
+/// answer errs towards yes. A pattern longer than a path may be (4096 bytes) names no
+/// file: a redirection to it fails.
+#[cfg(test)]
+fn globs_overlap(a: &str, b: &str) -> bool {
+    GlobPattern::new(a).overlaps(&GlobPattern::new(b))
+}
+
+/// A glob pattern read once, to be compared with many ([`GlobPattern::overlaps`]).
+pub(crate) struct GlobPattern {
+    tokens: Vec<GlobToken>,
+    /// Longer than a path may be (4096 bytes): it names no file.
+    too_long: bool,
+}
+
+impl GlobPattern {
+    pub(crate) fn new(pattern: &str) -> GlobPattern {
+        const PATH_MAX: usize = 4096;
+        let too_long = pattern.len() > PATH_MAX;
+        GlobPattern {
+            tokens: if too_long {
+                Vec::new()
+            } else {
+                glob_tokens(pattern)
+            },
+            too_long,
+        }
+    }
+
+    /// Whether some text matches both patterns (see [`globs_overlap`]).
+    pub(crate) fn overlaps(&self, other: &GlobPattern) -> bool {
+        !self.too_long && !other.too_long && tokens_overlap(&self.tokens, &other.tokens)
+    }
+}
+
+fn tokens_overlap(a: &[GlobToken], b: &[GlobToken]) -> bool {
+    // Most pairs differ in their literal starts: no search for them.
+    let literal = |t: &GlobToken| matches!(t, GlobToken::Byte(_));
+    let differ = a
+        .iter()
+        .take_while(|t| literal(t))
+        .zip(b.iter().take_while(|t| literal(t)))
+        .any(|(x, y)| !x.shares(y));
+    if differ {
+        return false;
+    }
     // seen[i][j]: the suffixes from i and j were already tried and share no text.
     let mut seen = vec![vec![false; b.len() + 1]; a.len() + 1];
     let mut stack = vec![(0, 0)];
@@ -584,7 +626,7 @@ pub(crate) fn globs_overlap(a: &str, b: &str) -> bool {
                     stack.push((i + 1, j));
                 }
             }
-            (Some(x), Some(y)) if (0..=0x80_u8).any(|c| x.takes(c) && y.takes(c)) => {
+            (Some(x), Some(y)) if x.shares(y) => {
                 stack.push((i + 1, j + 1));
             }
             _ => {}
@@ -604,6 +646,14 @@ enum GlobToken {
 }
 
 impl GlobToken {
+    /// Whether some byte is taken by both.
+    fn shares(&self, other: &GlobToken) -> bool {
+        match (self, other) {
+            (GlobToken::Byte(b), token) | (token, GlobToken::Byte(b)) => token.takes(*b),
+            _ => (0..=0x80_u8).any(|c| self.takes(c) && other.takes(c)),
+        }
+    }
+
     fn takes(&self, byte: u8) -> bool {
         match self {
             GlobToken::Byte(b) => *b == byte,
