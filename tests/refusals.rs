@@ -204,7 +204,7 @@ fn check_prints_the_decision_the_mount_makes() {
         ("tty", &b"#terminalfs tty\nbash"[..], "cannot be checked"),
         ("key", b"#terminalfs foo=1\necho x", "unknown key 'foo'"),
         ("nul", b"echo a\0sudo b", "NUL byte"),
-        ("alias", b"alias t=touch", "Bash(touch:*)"),
+        ("alias", b"alias t=touch\nt x", "Bash(touch:*)"),
     ] {
         let (code, printed) = check(&mount.settings, text);
         assert_eq!(code, Some(1), "{name}: {printed}");

@@ -370,6 +370,9 @@ const DEFAULT_REFUSED: &[&str] = &[
     "x='a[${y:-$(sudo -i)}]'; let x",
     "declare x='a[$(sudo -i)]'; let x",
     "local -r x='a[$(sudo -i)]'",
+    "printf -v x '%s' 'a[$(sudo -i)]'; (( x ))",
+    "declare -x BASH_ENV='$(sudo -i)'; bash -c :",
+    "export PS4='$(sudo -i)'; set -x; :",
     "x='a[$(sudo -i)]' bash -c '(( x ))'",
     "env 'x=a[$(sudo -i)]' bash -c '(( x ))'",
     "x=\"a[\\$(sudo -i)]\"; (( x ))",
@@ -738,6 +741,9 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "alias ls='ls -F'\nls x",
     "alias a=b b=a\na",
     "hash -p /bin/ls t; t -l",
+    // A value holding quotes inside its substitution is read, not refused.
+    "declare x='$(echo \"hi\")'",
+    "printf -v x '%s' \"$(date)\"",
     // Values whose substitutions already ran where they stood.
     "x=$(ls); y=\"$(pwd)\" z=`id`; (( x ))",
     // Asking what a name is runs nothing; nor does a syntax check.
@@ -1081,7 +1087,7 @@ fn splitter_follows_bash_quirks() {
     // a number (see `wrappers::assigned_code`).
     assert_eq!(
         simple_commands("declare r='a[$(x)]'"),
-        vec!["declare r=a[$(x)]", "x"]
+        vec!["x", "declare r=a[$(x)]"]
     );
     // Inside `$( )` a heredoc ends at a line starting with its delimiter and holding a
     // `)`; a `$((` that is not arithmetic is cut by matching parentheses.

@@ -563,7 +563,7 @@ fn emit_texts(
         let (run, again) = code_strings(layer);
         scripts.extend(run.into_iter().map(|s| (s, None)));
         expand.extend(again);
-        note_renames(cx, layer);
+        note_renames(cx, layer, depth);
         if let Some(rename) = renamed(cx, layer) {
             renames.push((store, start, rename));
         }

@@ -1219,11 +1219,9 @@ pub(super) fn code_strings(words: &[String]) -> (Vec<String>, Vec<String>) {
             for arg in args.iter().filter(|a| !a.starts_with(['-', '+'])) {
                 if let Some((_, value)) = arg.split_once('=') {
                     let reread = options.contains(['n', 'i']) || value.starts_with('(');
+                    // Any other value is read as an assignment's is (see `note_renames`).
                     if reread && value.contains('[') && expands_again(value) {
                         expand.push(value.to_owned());
-                    } else {
-                        // Any value holding a substitution, as for an assignment.
-                        expand.extend(assigned_code(value));
                     }
                 }
             }
@@ -1371,10 +1369,12 @@ fn is_plain_name(name: &str) -> bool {
 }
 
 /// Notes what a command renames for the rest of the text: `hash -p PATH NAME...` makes
-/// each NAME run PATH, `alias NAME=TEXT` makes NAME read TEXT, `declare` and its kin
-/// assign `BASH_CMDS` or `BASH_ALIASES` as an assignment does; a builtin that assigns
-/// those tables otherwise (`read`, `printf -v`, `mapfile`) is refused.
-pub(super) fn note_renames(cx: &mut Context, words: &[String]) {
+/// each NAME run PATH, `alias NAME=TEXT` makes NAME read TEXT; a builtin that assigns
+/// those tables otherwise than by `NAME=value` (`read`, `printf -v`, `mapfile`) is
+/// refused. The `NAME=value` operands of `declare` and its kin are read as assignments
+/// ([`assignment`]), and so are the arguments of `printf -v NAME`, whose output is the
+/// value.
+pub(super) fn note_renames(cx: &mut Context, words: &[String], depth: usize) {
     let Some(first) = words.first() else { return };
     let args = &words[1..];
     match first.as_str() {
@@ -1413,13 +1413,21 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String]) {
         }
         "declare" | "typeset" | "local" | "export" | "readonly" => {
             for arg in args.iter().filter(|a| !a.starts_with(['-', '+'])) {
-                let (target, value) = arg.split_once('=').unwrap_or((arg, ""));
-                let table = target.starts_with("BASH_CMDS") || target.starts_with("BASH_ALIASES");
-                if table && arg.contains('=') {
-                    note_table_entry(cx, target, value);
+                if is_assignment(arg) || arg.split_once('=').is_some_and(|(t, _)| t.contains('[')) {
+                    assignment(cx, arg, depth);
                 }
             }
         }
+        "printf" if args.iter().any(|a| a.starts_with("-v")) => {
+            for arg in args.iter().filter(|a| !a.starts_with('-')) {
+                if let Some(text) = assigned_code(arg) {
+                    Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
+                }
+            }
+        }
+        _ => {}
+    }
+    match first.as_str() {
         "read" | "printf" | "mapfile" | "readarray" | "wait" => {
             if let Some(arg) = args
                 .iter()
