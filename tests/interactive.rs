@@ -2,7 +2,7 @@
 //! rendered screen and keys, real programs (cat, read, python3, vi, less, top) driven
 //! through files alone, the deny list on what a shell is given, and bad input.
 
-use crate::common::{until_exists, wait_until, Mount, Options};
+use crate::common::{process_alive, until_exists, wait_until, Mount, Options};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -597,6 +597,19 @@ fn limits_and_containment_hold_on_a_terminal() {
     assert!(mount.read("cmd/slow/screen").contains("begun"));
 }
 
+#[test]
+fn rm_r_stops_and_removes_a_command_on_a_terminal() {
+    let mount = Mount::start();
+    start(&mount, "t", "#terminalfs tty\nexec cat", "keys");
+    let pid: i32 = mount.read("cmd/t/pid").trim().parse().unwrap();
+    mount.ok("rm -r $M/cmd/t");
+    assert!(!mount.p("cmd/t").exists());
+    assert!(
+        wait_until(PATIENCE, || !process_alive(pid)),
+        "cat still runs after rm -r"
+    );
+}
+
 // ----- bad input -----------------------------------------------------------------------
 
 #[test]
@@ -629,9 +642,10 @@ fn bad_input_gets_a_clear_errno_and_nothing_half_sent() {
     mount.wait_for_log("cmd/cat/keys: unknown key name 'Bogus'");
     let mebibyte = vec![b'a'; 1 << 20];
     assert_eq!(errno_of(append(&keys_path, &mebibyte)), libc::EFBIG);
-    // A terminal is not closed by removing stdin.
-    let rm = mount.sh("rm $M/cmd/cat/stdin");
-    assert!(!rm.status.success());
+    // Removing stdin on a terminal removes the file: keys still reach the program.
+    mount.ok("rm $M/cmd/cat/stdin");
+    let listing = mount.ok("ls $M/cmd/cat");
+    assert!(!listing.lines().any(|file| file == "stdin"), "{listing}");
     keys(&mount, "cat", "'marker' Enter");
     screen_shows(&mount, "cat", "marker\nmarker");
     let output = mount.read("cmd/cat/output");

@@ -233,9 +233,16 @@ impl Tree {
         }
     }
 
-    /// Removes a file from a listing; for `stdin`, says whose input to close once the
-    /// lock is released (that does not pin the command: it is an action on the
+    /// Removes a file from a listing; for `stdin` on a pipe, says whose input to close
+    /// once the lock is released (that does not pin the command: it is an action on the
     /// command, not the removal of a view of it).
+    ///
+    /// A terminal has no end of file to give: its input side closes only with the
+    /// program's session, and a C-d is a key the program may read as it likes (an
+    /// editor does not end on it). So `rm stdin` on a terminal removes the file like
+    /// any other, hiding it and pinning the command; `keys` and the handles already
+    /// open still reach the program. `rm -r` on a running terminal command then goes
+    /// on to its `rmdir`, which stops it.
     fn unlink_locked(
         &self,
         state: &mut State,
@@ -281,7 +288,9 @@ impl Tree {
             ))?;
         if slot == Slot::Stdin {
             if let Run::Job(job) = &command.run {
-                return Ok(Some((command.name.clone(), job.clone())));
+                if !job.is_terminal() {
+                    return Ok(Some((command.name.clone(), job.clone())));
+                }
             }
         }
         command.hidden |= slot.bit();

@@ -508,7 +508,8 @@ pub fn skill(site: &Site) -> String {
          cat {m}/cmd/edit/wait\n\
          ```\n\n\
          - An unknown key name fails the whole write with \"Invalid argument\" and sends \
-         nothing. `stdin` also works on a terminal, for raw bytes.\n\
+         nothing. `stdin` also works on a terminal, for raw bytes; `rm stdin` there only \
+         removes the file (a terminal has no end of file: send `C-d` to `keys`).\n\
          - `C-c` interrupts the program's whole process group, the shell around it included; \
          start it with `exec` (`exec python3 -i`) to keep the shell out of the way.\n\
          - Writes to a shell's `stdin` are checked by the deny list as one script; a refused \
