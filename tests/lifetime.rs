@@ -61,6 +61,41 @@ fn removing_a_file_pins_the_command() {
 }
 
 #[test]
+fn an_rm_r_that_the_end_of_its_command_overtakes_leaves_nothing_that_stays() {
+    let mount = Mount::with_args(&["--keep", "1s"]);
+    std::fs::write(mount.p("ctl/raced"), "exec sleep 100").unwrap();
+    let dir = mount.p("cmd/raced");
+    let pid = dir.join("pid");
+    assert!(wait_until(Duration::from_secs(30), || pid.exists()));
+    // rm -r's own steps (list, remove each file listed, skip the rmdir after a failure),
+    // with the command's end after its removal of `status`.
+    let listed: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(listed.contains(&"kill".to_string()), "{listed:?}");
+    let mut failed = Vec::new();
+    for name in &listed {
+        match std::fs::remove_file(dir.join(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => failed.push(name.as_str()),
+            Err(e) => panic!("rm {name}: {e}"),
+        }
+        if name == "status" {
+            std::fs::write(mount.p("cmd/raced/kill"), "KILL").unwrap();
+            assert_eq!(mount.wait("raced"), "error\n");
+        }
+    }
+    assert_eq!(failed, ["pid", "kill"]);
+    assert_eq!(mount.ok("ls \"$M/cmd/raced\""), "exitcode\nreason\n");
+    // What is left is not pinned: it goes after --keep.
+    assert!(
+        wait_until(Duration::from_secs(30), || !dir.exists()),
+        "the rest of an rm -r was kept"
+    );
+}
+
+#[test]
 fn a_reader_keeps_reading_after_rm_r() {
     let mount = Mount::start();
     let big: String = (0..20_000).map(|i| format!("row {i}\n")).collect();

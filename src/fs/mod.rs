@@ -436,7 +436,13 @@ impl Tree {
                     _ => {}
                 },
                 Entry::Command(command) => {
-                    if !command.listed || command.pinned || command.open > 0 {
+                    // A pin holds while something it keeps is left: a command with
+                    // all its lasting files removed is what an `rm -r` that raced the
+                    // command's end leaves behind (see `slots::emptied`). It cannot be
+                    // removed at once, as an `rm -r` that did not race may still be on
+                    // its way to the `rmdir`, which must find it; it expires instead.
+                    let pinned = command.pinned && !slots::emptied(command);
+                    if !command.listed || pinned || command.open > 0 {
                         continue;
                     }
                     if matches!(&command.run, Run::Job(job) if job.evicted()) {

@@ -31,6 +31,19 @@ pub(super) enum When {
     TerminalRunning,
 }
 
+impl When {
+    /// Whether a file shown this way shows for the command's whole life, rather than
+    /// coming or going when it stops.
+    fn lasts(self) -> bool {
+        match self {
+            When::Always | When::Job | When::Terminal => true,
+            When::Reason | When::Running | When::Exited | When::Input | When::TerminalRunning => {
+                false
+            }
+        }
+    }
+}
+
 /// How a file is read or written.
 #[derive(Clone, Copy)]
 pub(super) enum How {
@@ -230,6 +243,30 @@ fn result(facts: &Facts) -> Option<Vec<u8>> {
 
 /// Which files a command directory shows now.
 pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
+    shown_rows(command)
+        .map(|row| row.slot)
+        .filter(|slot| command.hidden & slot.bit() == 0)
+        .collect()
+}
+
+/// Whether every file a command shows for its whole life (`command`, `status`, the
+/// output files, `result.json`, a terminal's `screen`) has been removed, so that at
+/// most the files that come and go with its run are left (`pid`, `kill`, `stdin`,
+/// `keys` while it runs; `exitcode`, `reason` once it has stopped).
+///
+/// That is what an `rm -r` leaves when the command stops under it: rm lists the
+/// directory while it runs, removes `command` and `status`, then finds `pid` gone
+/// (ENOENT from the lookup the kernel makes before an unlink, as SPEC 1 wants), removes
+/// the rest and skips the `rmdir`; `exitcode` and `reason` came after its listing.
+/// Such a husk is no longer pinned (see `tick_locked`): it expires after `--keep`.
+pub(super) fn emptied(command: &Command) -> bool {
+    shown_rows(command)
+        .filter(|row| row.when.lasts())
+        .all(|row| command.hidden & row.slot.bit() != 0)
+}
+
+/// The rows a command directory shows now, removed files included.
+fn shown_rows(command: &Command) -> impl Iterator<Item = &'static Row> {
     let (denied, running, exited, has_reason) = match &command.run {
         Run::Denied { .. } => (true, false, false, true),
         // Nobody should look: lookups under it wait for its job.
@@ -244,28 +281,24 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
             )
         }
     };
-    let input = match &command.run {
-        Run::Job(job) => job.input(),
-        Run::Denied { .. } | Run::Starting => None,
+    let input_open = match &command.run {
+        Run::Job(job) => job.input().is_some_and(|input| input.is_open()),
+        Run::Denied { .. } | Run::Starting => false,
     };
     let terminal = match &command.run {
         Run::Job(job) => job.is_terminal(),
         Run::Denied { .. } | Run::Starting => false,
     };
-    ROWS.iter()
-        .filter(|row| match row.when {
-            When::Always => true,
-            When::Reason => has_reason,
-            When::Running => !denied && running,
-            When::Exited => !denied && exited,
-            When::Job => !denied,
-            When::Input => running && input.is_some_and(|input| input.is_open()),
-            When::Terminal => terminal,
-            When::TerminalRunning => running && terminal,
-        })
-        .map(|row| row.slot)
-        .filter(|slot| command.hidden & slot.bit() == 0)
-        .collect()
+    ROWS.iter().filter(move |row| match row.when {
+        When::Always => true,
+        When::Reason => has_reason,
+        When::Running => !denied && running,
+        When::Exited => !denied && exited,
+        When::Job => !denied,
+        When::Input => running && input_open,
+        When::Terminal => terminal,
+        When::TerminalRunning => running && terminal,
+    })
 }
 
 /// The bytes of a rendered file; None when it does not exist now.

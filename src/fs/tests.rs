@@ -922,6 +922,70 @@ fn a_pin_is_kept_in_the_record_and_restored_with_the_files_removed() {
     assert_eq!(errno(rig.found(names::CMD, "loose")), libc::ENOENT);
 }
 
+/// `rm -r cmd/x` as GNU rm does it: list the directory, remove each file listed in
+/// turn, and skip the `rmdir` when a removal fails. `between` runs after the removal of
+/// the file it names. Returns the files whose removal failed.
+fn rm_r(rig: &Rig, dir: u64, name: &str, between: (&str, &dyn Fn())) -> Vec<String> {
+    let mut failed = Vec::new();
+    for file in rig.ls(dir) {
+        // The kernel looks a name up before it sends the unlink.
+        match rig.found(dir, &file) {
+            Ok(_) => rig.tree.unlink(dir, file.as_bytes()).expect("removed"),
+            Err(e) => {
+                assert_eq!(e.errno, libc::ENOENT, "{file}");
+                failed.push(file.clone());
+            }
+        }
+        if file == between.0 {
+            between.1();
+        }
+    }
+    if failed.is_empty() {
+        rig.tree
+            .rmdir(names::CMD, name.as_bytes())
+            .expect("removed");
+    }
+    failed
+}
+
+#[test]
+fn an_rm_r_that_the_end_of_its_command_overtakes_leaves_nothing_pinned() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let dir = rig.run("x", "sleep 100");
+    // The command ends after rm listed it and removed `status`: `pid` and `kill` are
+    // gone when rm comes to them, and `exitcode` came after its listing.
+    let failed = rm_r(&rig, dir, "x", ("status", &|| rig.fake.finish("x", 0)));
+    assert_eq!(failed, ["pid", "kill"]);
+    assert_eq!(rig.ls(dir), ["exitcode"]);
+    // Nothing it kept is left: the pin of those removals does not hold it.
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
+
+    // rm -r of a command that runs throughout, or that stopped before the listing,
+    // removes it.
+    for (name, stops) in [("running", false), ("stopped", true)] {
+        let dir = rig.run(name, "sleep 100");
+        if stops {
+            rig.fake.finish(name, 0);
+        }
+        assert!(rm_r(&rig, dir, name, ("", &|| ())).is_empty());
+        assert_eq!(errno(rig.lookup(names::CMD, name)), libc::ENOENT);
+    }
+
+    // A stopped command with one lasting file left stays pinned.
+    let dir = rig.run("kept", "true");
+    rig.fake.finish("kept", 0);
+    for file in rig.ls(dir).iter().filter(|file| *file != "stdout") {
+        rig.tree.unlink(dir, file.as_bytes()).expect("removed");
+    }
+    assert_eq!(rig.ls(dir), ["stdout"]);
+    rig.tree.tick();
+    assert!(
+        rig.found(names::CMD, "kept").is_ok(),
+        "pinned: it does not expire"
+    );
+}
+
 #[test]
 fn fixed_files_and_directories_cannot_be_removed() {
     let rig = Rig::new();
