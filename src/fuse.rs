@@ -855,7 +855,7 @@ impl Filesystem for Driver {
                 None => {}
             }
         }
-        match self.tree.lookup(parent.0, name.as_bytes()) {
+        match self.tree.lookup_as(parent.0, name.as_bytes(), req.pid()) {
             Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
             Ok(Lookup::Later(later)) => self.lot.park(
                 &self.tree,
@@ -985,8 +985,8 @@ impl Filesystem for Driver {
         ));
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.tree.unlink(parent.0, name.as_bytes()) {
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        match self.tree.unlink_as(parent.0, name.as_bytes(), req.pid()) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(failed("unlink", format_args!("{}/{:?}", parent.0, name), e)),
         }

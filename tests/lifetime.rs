@@ -60,37 +60,67 @@ fn removing_a_file_pins_the_command() {
     assert!(!mount.p("cmd/pinned").exists());
 }
 
-#[test]
-fn an_rm_r_that_the_end_of_its_command_overtakes_leaves_nothing_that_stays() {
-    let mount = Mount::with_args(&["--keep", "1s"]);
-    std::fs::write(mount.p("ctl/raced"), "exec sleep 100").unwrap();
-    let dir = mount.p("cmd/raced");
-    let pid = dir.join("pid");
-    assert!(wait_until(Duration::from_secs(30), || pid.exists()));
-    // rm -r's own steps (list, remove each file listed, skip the rmdir after a failure),
-    // with the command's end after its removal of `status`.
+/// `rm -r $M/cmd/<name>`'s own steps, from this thread: list the directory, remove each
+/// file listed in turn, skip the rmdir after a failure. `before` runs just before it
+/// comes to `pid`. Returns the files whose removal failed.
+fn rm_r(mount: &Mount, name: &str, before: &dyn Fn()) -> Vec<String> {
+    let dir = mount.p(&format!("cmd/{name}"));
     let listed: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert!(listed.contains(&"kill".to_string()), "{listed:?}");
+    assert!(listed.contains(&"pid".to_string()), "{listed:?}");
     let mut failed = Vec::new();
-    for name in &listed {
-        match std::fs::remove_file(dir.join(name)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => failed.push(name.as_str()),
-            Err(e) => panic!("rm {name}: {e}"),
+    for file in listed {
+        if file == "pid" {
+            before();
         }
-        if name == "status" {
-            std::fs::write(mount.p("cmd/raced/kill"), "KILL").unwrap();
-            assert_eq!(mount.wait("raced"), "error\n");
+        match std::fs::remove_file(dir.join(&file)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => failed.push(file),
+            Err(e) => panic!("rm {file}: {e}"),
         }
     }
-    assert_eq!(failed, ["pid", "kill"]);
-    assert_eq!(mount.ok("ls \"$M/cmd/raced\""), "exitcode\nreason\n");
-    // What is left is not pinned: it goes after --keep.
+    if failed.is_empty() {
+        std::fs::remove_dir(&dir).unwrap();
+    }
+    failed
+}
+
+#[test]
+fn an_rm_r_that_the_end_of_its_command_overtakes_still_removes_it() {
+    let mount = Mount::with_args(&["--keep", "1s"]);
+    // The command ends between rm's listing and its removal of `pid`.
+    let start = |name: &str| {
+        std::fs::write(mount.p(&format!("ctl/{name}")), "exec sleep 100").unwrap();
+        let pid = mount.p(&format!("cmd/{name}/pid"));
+        assert!(wait_until(Duration::from_secs(30), || pid.exists()));
+    };
+    let ends = |name: &str| {
+        std::fs::write(mount.p(&format!("cmd/{name}/kill")), "KILL").unwrap();
+        assert_eq!(mount.wait(name), "error\n");
+        // To anyone else, it has stopped.
+        assert!(!mount.ok(&format!("ls $M/cmd/{name}")).contains("pid"));
+        assert!(!mount
+            .sh(&format!("test -e $M/cmd/{name}/pid"))
+            .status
+            .success());
+    };
+    start("raced");
+    assert_eq!(
+        rm_r(&mount, "raced", &|| ends("raced")),
+        Vec::<String>::new()
+    );
+    assert!(!mount.p("cmd/raced").exists());
+
+    // When the files were removed by two processes, the second finds `pid` and `kill`
+    // gone: what is left is not pinned, and goes after --keep.
+    start("split");
+    mount.ok("rm $M/cmd/split/command $M/cmd/split/status");
+    assert_eq!(rm_r(&mount, "split", &|| ends("split")), ["pid", "kill"]);
+    assert_eq!(mount.ok("ls $M/cmd/split"), "exitcode\nreason\n");
     assert!(
-        wait_until(Duration::from_secs(30), || !dir.exists()),
+        wait_until(Duration::from_secs(30), || !mount.p("cmd/split").exists()),
         "the rest of an rm -r was kept"
     );
 }

@@ -505,6 +505,7 @@ impl Tree {
                 idle_since: now,
                 pinned: false,
                 hidden: 0,
+                remover: None,
                 listed: true,
                 keep,
                 views: HashMap::new(),

@@ -154,7 +154,13 @@ impl Tree {
     // ----- lookup -------------------------------------------------------------------
 
     pub fn lookup(&self, parent: u64, name: &[u8]) -> FsResult<Lookup> {
-        self.locked(|state, effects| self.lookup_locked(state, effects, parent, name))
+        self.locked(|state, effects| self.lookup_locked(state, effects, parent, name, None))
+    }
+
+    /// A lookup by process `pid`: the one removing a command's files still finds those
+    /// that went when it stopped (see `slots::vanished`).
+    pub fn lookup_as(&self, parent: u64, name: &[u8], pid: u32) -> FsResult<Lookup> {
+        self.locked(|state, effects| self.lookup_locked(state, effects, parent, name, Some(pid)))
     }
 
     fn lookup_locked(
@@ -163,6 +169,7 @@ impl Tree {
         effects: &mut Effects,
         parent: u64,
         name: &[u8],
+        caller: Option<u32>,
     ) -> FsResult<Lookup> {
         let missing = || Error::new(libc::ENOENT, "no such file or directory");
         let children = match state.resolve(parent)? {
@@ -172,11 +179,7 @@ impl Tree {
                 return Ok(Lookup::Later(Later::Start));
             }
             Node::CommandDir(id, command) => {
-                let slot = std::str::from_utf8(name)
-                    .ok()
-                    .and_then(Slot::from_name)
-                    .filter(|slot| slots::visible_slots(command).contains(slot))
-                    .ok_or_else(missing)?;
+                let slot = slots::find(command, name, caller).ok_or_else(missing)?;
                 if slots::row_of(slot).how.is_stream() {
                     if let Some(view) = self.stream_lookup(state, id, slot) {
                         return Ok(Lookup::Found(view));
@@ -224,9 +227,21 @@ impl Tree {
 
     // ----- removal ------------------------------------------------------------------
 
+    /// An unlink by no process in particular, for the tests.
+    #[cfg(test)]
     pub fn unlink(&self, parent: u64, name: &[u8]) -> FsResult<()> {
+        self.unlink_by(parent, name, None)
+    }
+
+    /// An unlink by process `pid`: the process removing a command's files also removes
+    /// those that went when it stopped (see `slots::vanished`).
+    pub fn unlink_as(&self, parent: u64, name: &[u8], pid: u32) -> FsResult<()> {
+        self.unlink_by(parent, name, Some(pid))
+    }
+
+    fn unlink_by(&self, parent: u64, name: &[u8], caller: Option<u32>) -> FsResult<()> {
         let closing =
-            self.locked(|state, effects| self.unlink_locked(state, effects, parent, name))?;
+            self.locked(|state, effects| self.unlink_locked(state, effects, parent, name, caller))?;
         match closing {
             Some((name, job)) => self.close_input(&name, &job),
             None => Ok(()),
@@ -249,6 +264,7 @@ impl Tree {
         effects: &mut Effects,
         parent: u64,
         name: &[u8],
+        caller: Option<u32>,
     ) -> FsResult<Option<(String, Arc<Job>)>> {
         let id = match state.resolve(parent) {
             Ok(Node::Dir(..)) => {
@@ -278,15 +294,11 @@ impl Tree {
         let command = state
             .command_mut(id)
             .ok_or(Error::new(libc::ENOENT, "no such command"))?;
-        let slot = std::str::from_utf8(name)
-            .ok()
-            .and_then(Slot::from_name)
-            .filter(|slot| slots::visible_slots(command).contains(slot))
-            .ok_or(Error::new(
-                libc::ENOENT,
-                "no such file in this command's directory",
-            ))?;
-        if slot == Slot::Stdin {
+        let slot = slots::find(command, name, caller).ok_or(Error::new(
+            libc::ENOENT,
+            "no such file in this command's directory",
+        ))?;
+        if slot == Slot::Stdin && !slots::vanished(command, slot) {
             if let Run::Job(job) = &command.run {
                 if !job.is_terminal() {
                     return Ok(Some((command.name.clone(), job.clone())));
@@ -294,6 +306,7 @@ impl Tree {
             }
         }
         command.hidden |= slot.bit();
+        command.remover = caller;
         command.pinned = true;
         restore::keep_pin(command);
         Ok(None)

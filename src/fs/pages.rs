@@ -410,9 +410,8 @@ pub fn skill(site: &Site) -> String {
          a word that names no signal (see Signals): `reason` then names the word, as in \
          `killed: a write to its kill file ('frob' is no signal name) stopped it`, and so \
          does the driver's log.\n\
-         - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. Should rm \
-         say a file vanished (the command ended meanwhile), `rmdir {m}/cmd/<name>` finishes. \
-         A stopped command also goes away by itself {keep} after its files were last open.\n\
+         - `rm -r {m}/cmd/<name>` stops the command if needed and frees the name. A stopped \
+         command also goes away by itself {keep} after its files were last open.\n\
          - A command is over when its shell exits. One that starts something in the \
          background (`server &`) shows `completed` at once while what it started keeps \
          running and writing to `output`; `rm -r {m}/cmd/<name>` stops what it left running. \

@@ -249,16 +249,50 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
         .collect()
 }
 
+/// The file `name` of `command` as `caller` may find it: one shown now, or one that
+/// went when the command stopped, for the process removing its files (see [`vanished`]).
+pub(super) fn find(command: &Command, name: &[u8], caller: Option<u32>) -> Option<Slot> {
+    let slot = std::str::from_utf8(name).ok().and_then(Slot::from_name)?;
+    let removing = caller.is_some() && command.remover == caller;
+    (visible_slots(command).contains(&slot) || removing && vanished(command, slot)).then_some(slot)
+}
+
+/// Whether `slot` is a file `command` showed while it ran and that went when it stopped
+/// (`pid`, `kill`, and `stdin` and `keys` for a job that had them), not removed since.
+///
+/// `rm -r` lists a directory, then looks up and removes each file it listed, and skips
+/// the `rmdir` after a failure. A command that stops between the listing and the
+/// removal of `pid` would fail it with ENOENT (the kernel looks a name up before it
+/// asks for its removal, and `pid` shows only while the command runs), leaving the
+/// command behind and rm failing. So the process that last removed one of the
+/// command's files still finds these files, and removes them: nobody else does (an
+/// `ls`, a `test -e` run after an `rm` are other processes), so the listing and every
+/// other lookup keep saying the command has stopped.
+pub(super) fn vanished(command: &Command, slot: Slot) -> bool {
+    let Run::Job(job) = &command.run else {
+        return false;
+    };
+    if command.hidden & slot.bit() != 0 || job.life().is_running() {
+        return false;
+    }
+    match row_of(slot).when {
+        When::Running => true,
+        When::Input => job.input().is_some(),
+        When::TerminalRunning => job.is_terminal(),
+        When::Always | When::Reason | When::Exited | When::Job | When::Terminal => false,
+    }
+}
+
 /// Whether every file a command shows for its whole life (`command`, `status`, the
 /// output files, `result.json`, a terminal's `screen`) has been removed, so that at
 /// most the files that come and go with its run are left (`pid`, `kill`, `stdin`,
 /// `keys` while it runs; `exitcode`, `reason` once it has stopped).
 ///
-/// That is what an `rm -r` leaves when the command stops under it: rm lists the
-/// directory while it runs, removes `command` and `status`, then finds `pid` gone
-/// (ENOENT from the lookup the kernel makes before an unlink, as SPEC 1 wants), removes
-/// the rest and skips the `rmdir`; `exitcode` and `reason` came after its listing.
-/// Such a husk is no longer pinned (see `tick_locked`): it expires after `--keep`.
+/// That is what a removal the command's end overtook leaves when [`vanished`] does not
+/// save it (a tool that removes `pid` first, or files removed by several processes):
+/// its `pid` and `kill` were gone when it came to them, so it skipped the `rmdir`, and
+/// `exitcode` and `reason` came after its listing. Such a rest is no longer pinned (see
+/// `tick_locked`): it expires after `--keep`.
 pub(super) fn emptied(command: &Command) -> bool {
     shown_rows(command)
         .filter(|row| row.when.lasts())

@@ -166,6 +166,8 @@ pub(super) struct Command {
     pub pinned: bool,
     /// Files removed one by one.
     pub hidden: u16,
+    /// The process that last removed one of its files (see `slots::vanished`).
+    pub remover: Option<u32>,
     /// Still listed under `cmd/` (false once removed, while readers finish).
     pub listed: bool,
     pub keep: Duration,

@@ -922,22 +922,26 @@ fn a_pin_is_kept_in_the_record_and_restored_with_the_files_removed() {
     assert_eq!(errno(rig.found(names::CMD, "loose")), libc::ENOENT);
 }
 
-/// `rm -r cmd/x` as GNU rm does it: list the directory, remove each file listed in
-/// turn, and skip the `rmdir` when a removal fails. `between` runs after the removal of
-/// the file it names. Returns the files whose removal failed.
-fn rm_r(rig: &Rig, dir: u64, name: &str, between: (&str, &dyn Fn())) -> Vec<String> {
+/// `rm -r cmd/x` as GNU rm does it, as process `pid`: list the directory, remove each
+/// file listed in turn, and skip the `rmdir` when a removal fails. `before` runs just
+/// before rm comes to the file it names. Returns the files whose removal failed.
+fn rm_r(rig: &Rig, pid: u32, dir: u64, name: &str, before: (&str, &dyn Fn())) -> Vec<String> {
     let mut failed = Vec::new();
     for file in rig.ls(dir) {
+        if file == before.0 {
+            before.1();
+        }
         // The kernel looks a name up before it sends the unlink.
-        match rig.found(dir, &file) {
-            Ok(_) => rig.tree.unlink(dir, file.as_bytes()).expect("removed"),
+        match rig.tree.lookup_as(dir, file.as_bytes(), pid) {
+            Ok(Lookup::Found(_)) => rig
+                .tree
+                .unlink_as(dir, file.as_bytes(), pid)
+                .expect("removed"),
+            Ok(Lookup::Later(later)) => panic!("lookup of {file} waits ({later:?})"),
             Err(e) => {
                 assert_eq!(e.errno, libc::ENOENT, "{file}");
-                failed.push(file.clone());
+                failed.push(file);
             }
-        }
-        if file == between.0 {
-            between.1();
         }
     }
     if failed.is_empty() {
@@ -949,16 +953,21 @@ fn rm_r(rig: &Rig, dir: u64, name: &str, between: (&str, &dyn Fn())) -> Vec<Stri
 }
 
 #[test]
-fn an_rm_r_that_the_end_of_its_command_overtakes_leaves_nothing_pinned() {
-    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+fn an_rm_r_that_the_end_of_its_command_overtakes_still_removes_it() {
+    let rig = Rig::new();
     let dir = rig.run("x", "sleep 100");
-    // The command ends after rm listed it and removed `status`: `pid` and `kill` are
-    // gone when rm comes to them, and `exitcode` came after its listing.
-    let failed = rm_r(&rig, dir, "x", ("status", &|| rig.fake.finish("x", 0)));
-    assert_eq!(failed, ["pid", "kill"]);
-    assert_eq!(rig.ls(dir), ["exitcode"]);
-    // Nothing it kept is left: the pin of those removals does not hold it.
-    rig.tree.tick();
+    // The command ends after rm listed it and removed `command` and `status`: `pid` and
+    // `kill` went, but rm, which removes the command's files, still finds them. Nobody
+    // else does.
+    let stops = || {
+        rig.fake.finish("x", 0);
+        let listed = rig.ls(dir);
+        assert!(!listed.contains(&"pid".to_string()), "{listed:?}");
+        assert!(listed.contains(&"exitcode".to_string()), "{listed:?}");
+        assert_eq!(errno(rig.found(dir, "pid")), libc::ENOENT);
+        assert_eq!(errno(rig.tree.lookup_as(dir, b"kill", 2)), libc::ENOENT);
+    };
+    assert!(rm_r(&rig, 1, dir, "x", ("pid", &stops)).is_empty());
     assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
 
     // rm -r of a command that runs throughout, or that stopped before the listing,
@@ -968,9 +977,28 @@ fn an_rm_r_that_the_end_of_its_command_overtakes_leaves_nothing_pinned() {
         if stops {
             rig.fake.finish(name, 0);
         }
-        assert!(rm_r(&rig, dir, name, ("", &|| ())).is_empty());
+        assert!(rm_r(&rig, 1, dir, name, ("", &|| ())).is_empty());
         assert_eq!(errno(rig.lookup(names::CMD, name)), libc::ENOENT);
     }
+}
+
+#[test]
+fn what_a_removal_the_end_overtook_leaves_is_not_pinned() {
+    let rig = Rig::with(Duration::from_secs(3600), Duration::ZERO);
+    let dir = rig.run("x", "sleep 100");
+    // One process removed `command` and `status`; another lists the rest, the command
+    // ends, and the second finds `pid` and `kill` gone and leaves the directory.
+    for file in ["command", "status"] {
+        rig.tree
+            .unlink_as(dir, file.as_bytes(), 1)
+            .expect("removed");
+    }
+    let stops = || rig.fake.finish("x", 0);
+    assert_eq!(rm_r(&rig, 2, dir, "x", ("pid", &stops)), ["pid", "kill"]);
+    assert_eq!(rig.ls(dir), ["exitcode"]);
+    // Nothing it kept is left: the pin of those removals does not hold it.
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, "x")), libc::ENOENT);
 
     // A stopped command with one lasting file left stays pinned.
     let dir = rig.run("kept", "true");
