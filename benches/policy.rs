@@ -6,6 +6,10 @@
 //!
 //! Then how the check grows with the number of distinct files redirections write:
 //! twice the files should take about twice the time (four times would be quadratic).
+//!
+//! Words given after `--` keep only the inputs whose names hold one of them (`cargo bench
+//! --bench policy -- backticks`), and leave out the second part, so that one input can be
+//! timed or profiled alone.
 
 #[allow(dead_code)]
 #[path = "../src/policy/samples.rs"]
@@ -42,6 +46,11 @@ fn main() {
     std::fs::write(&path, default_settings_json()).expect("write settings");
     let policy = Policy::load(&path, false).expect("default settings load");
 
+    // Cargo passes `--bench`; every other argument names inputs to keep.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
     let mut inputs = pathological_inputs(1 << 20);
     let mut rng = Rng(42);
     let mut random = String::new();
@@ -49,6 +58,7 @@ fn main() {
         random.push_str(&random_text(&mut rng, 1000));
     }
     inputs.push(("random text", random));
+    inputs.retain(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f)));
 
     println!("checking 1 MiB texts under the default settings (fastest of {ROUNDS} runs)");
     println!(
@@ -82,6 +92,9 @@ fn main() {
         TARGET.as_millis(),
         if slowest.0 < TARGET { "met" } else { "NOT MET" }
     );
+    if !filters.is_empty() {
+        return;
+    }
 
     println!();
     println!("distinct redirection targets (`: >f0 >f1 ...`), fastest of {ROUNDS} runs");
