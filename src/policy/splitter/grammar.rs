@@ -140,9 +140,9 @@ impl<'s> Parser<'s> {
     /// directory of the text around it, and its own changes end with it: it is a
     /// substitution's or a shell's script, or the text itself.
     pub(super) fn parse_list(&mut self, cx: &mut Context, until: Until) {
-        let outer = cx.dir.clone();
+        let outer = (cx.dir.clone(), cx.dir_generation);
         self.parse_commands(cx, until);
-        cx.set_dir(outer);
+        cx.restore_dir(outer);
     }
 
     fn parse_commands(&mut self, cx: &mut Context, until: Until) {

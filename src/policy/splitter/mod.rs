@@ -219,7 +219,9 @@ struct Context {
     refusal: Option<String>,
     /// The positional parameters of the script being read, `$0` first.
     args: Vec<Vec<u8>>,
-    /// Changes whenever `args` does.
+    /// A number for `args`: a new one whenever `args` changes, and its own again when the
+    /// arguments around a script are put back after it, so that a command read again with
+    /// the same arguments is known.
     args_generation: u64,
     /// The simple commands already read (see `grammar::repeat_key`), with whether each is
     /// a shell reading its script from standard input.
@@ -232,8 +234,13 @@ struct Context {
     unclosed: bool,
     /// The directory the next command runs in (see [`SimpleCommand::dir`]).
     dir: Option<String>,
-    /// Changes whenever `dir` does: a command read again in another directory is another.
+    /// A number for `dir`, as `args_generation` is for `args`: a command read again in
+    /// another directory is another, and one read again in the directory put back after a
+    /// substitution that changed it (`$(cd x)`, a backquoted `$cmd`) is the same.
     dir_generation: u64,
+    /// The generation numbers handed out so far (for `args` and `dir`): a new one is never
+    /// one that stands for other arguments or another directory.
+    generations: u64,
     /// The files redirections open for writing (see [`Split::written`]), in order.
     written: Vec<String>,
     /// The same files, to find one already noted without a search through `written`.
@@ -277,6 +284,7 @@ impl Context {
             unclosed: false,
             dir: Some(".".to_owned()),
             dir_generation: 0,
+            generations: 1,
             written: Vec::new(),
             written_seen: HashSet::new(),
             renames: Renames::new(),
@@ -287,8 +295,20 @@ impl Context {
     fn set_dir(&mut self, dir: Option<String>) {
         if self.dir != dir {
             self.dir = dir;
-            self.dir_generation += 1;
+            self.dir_generation = self.new_generation();
         }
+    }
+
+    /// Puts back the directory and its generation taken before a script that may have
+    /// changed it.
+    fn restore_dir(&mut self, (dir, generation): (Option<String>, u64)) {
+        self.dir = dir;
+        self.dir_generation = generation;
+    }
+
+    fn new_generation(&mut self) -> u64 {
+        self.generations += 1;
+        self.generations - 1
     }
 
     /// Notes a file a redirection opens for writing.
@@ -427,7 +447,7 @@ const MAX_REPEAT_SCRIPT: usize = 4096;
 fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
     if text.len() <= MAX_REPEAT_SCRIPT {
         // The same string read again (backticks repeated, `sh -c` with the same text) with
-        // the same positional parameters finds the same commands.
+        // the same positional parameters in the same directory finds the same commands.
         let mut key = cx.args_generation.to_le_bytes().to_vec();
         key.extend_from_slice(&cx.dir_generation.to_le_bytes());
         key.extend_from_slice(text);
@@ -675,10 +695,11 @@ fn emit_texts(
             Some(args) => {
                 let args = args.into_iter().map(String::into_bytes).collect();
                 let outer = std::mem::replace(&mut cx.args, args);
-                cx.args_generation += 1;
+                let generation = cx.new_generation();
+                let outer_generation = std::mem::replace(&mut cx.args_generation, generation);
                 sub_parse(cx, script.as_bytes(), depth + 1);
                 cx.args = outer;
-                cx.args_generation += 1;
+                cx.args_generation = outer_generation;
             }
             None => sub_parse(cx, script.as_bytes(), depth + 1),
         }
@@ -773,4 +794,23 @@ fn is_name(text: &[u8]) -> bool {
 fn is_assignment(word: &str) -> bool {
     word.split_once('=')
         .is_some_and(|(name, _)| is_name(name.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn a_command_read_again_where_its_directory_and_arguments_are_back_is_listed_once() {
+        // The script inside changed the directory (a name known only at run time may be
+        // a `cd`) or the positional parameters, and they were put back after it.
+        assert_eq!(split("echo `$x`; echo `$x`").commands.len(), 2);
+        assert_eq!(split("echo $(cd /tmp); echo $(cd /tmp)").commands.len(), 2);
+        assert_eq!(split("sh -c 'x $1' a; sh -c 'x $1' a").commands.len(), 2);
+        // Escaped backquotes nest a script in each, read once however often repeated.
+        let escaped = |times: usize| split(&"`\\`\\\\\\`".repeat(times)).commands.len();
+        assert_eq!(escaped(1000), escaped(2));
+        // In another directory it is another command.
+        assert_eq!(split("echo `$x`; cd /; echo `$x`").commands.len(), 5);
+    }
 }
