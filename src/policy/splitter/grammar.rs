@@ -873,10 +873,17 @@ const MAX_REPEAT_KEY: usize = 4096;
 /// what was learnt of them, what it reads on standard input, whether it follows `coproc`
 /// inside a substitution, and the positional parameters and directory in force (as
 /// generation numbers). False for a long command, which is not remembered.
+///
+/// The key is short, as it is hashed for every command: fixed-size parts stand as they
+/// are, and each part of varying size after its length, so that no two commands share a
+/// key.
 fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> bool {
     let size: usize = words
         .iter()
-        .map(|w| w.text.len() + w.alternative.as_ref().map_or(0, Vec::len) + 24)
+        .map(|w| {
+            let fields = w.fields().len() + w.alternative_fields().len();
+            w.text.len() + w.alternative.as_ref().map_or(0, Vec::len) + 8 * fields + 24
+        })
         .sum();
     if size > MAX_REPEAT_KEY {
         return false;
@@ -885,30 +892,46 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
     let dir_generation = cx.dir_generation;
     let key = &mut cx.key;
     key.clear();
-    let mut field = |bytes: &[u8]| {
-        key.extend_from_slice(&bytes.len().to_le_bytes());
+    // Every length, offset and count is at most `MAX_REPEAT_KEY`: 32 bits hold it.
+    let number = |key: &mut Vec<u8>, value: usize| {
+        key.extend_from_slice(&u32::try_from(value).unwrap_or(u32::MAX).to_le_bytes());
+    };
+    let bytes = |key: &mut Vec<u8>, bytes: &[u8]| {
+        number(key, bytes.len());
         key.extend_from_slice(bytes);
     };
-    field(&generation.to_le_bytes());
-    field(&dir_generation.to_le_bytes());
-    field(&[u8::from(coproc)]);
+    let fields = |key: &mut Vec<u8>, fields: &[(usize, usize)]| {
+        number(key, fields.len());
+        for &(start, end) in fields {
+            number(key, start);
+            number(key, end);
+        }
+    };
+    key.extend_from_slice(&generation.to_le_bytes());
+    key.extend_from_slice(&dir_generation.to_le_bytes());
+    key.push(u8::from(coproc));
     match stdin {
-        Input::Inherited => field(b"inherited"),
-        Input::Pipe => field(b"pipe"),
-        Input::Here(marker) => field(marker.as_bytes()),
+        Input::Inherited => key.push(0),
+        Input::Pipe => key.push(1),
+        Input::Here(marker) => {
+            key.push(2);
+            bytes(key, marker.as_bytes());
+        }
     }
     for word in words {
-        let flags = [word.assignment, word.brace, word.glob, word.dynamic];
-        field(&flags.map(u8::from));
-        field(&word.text);
-        for &(start, end) in word.fields().iter().chain(word.alternative_fields()) {
-            field(&start.to_le_bytes());
-            field(&end.to_le_bytes());
+        key.push(
+            u8::from(word.assignment)
+                | (u8::from(word.brace) << 1)
+                | (u8::from(word.glob) << 2)
+                | (u8::from(word.dynamic) << 3)
+                | (u8::from(word.alternative.is_some()) << 4),
+        );
+        bytes(key, &word.text);
+        fields(key, word.fields());
+        if let Some(alternative) = &word.alternative {
+            bytes(key, alternative);
         }
-        match &word.alternative {
-            Some(alternative) => field(alternative),
-            None => field(b"-"),
-        }
+        fields(key, word.alternative_fields());
     }
     true
 }

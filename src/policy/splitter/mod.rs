@@ -228,7 +228,7 @@ struct Context {
     seen: HashMap<Vec<u8>, bool>,
     /// The strings already split as scripts of their own, after the generation of `args`.
     scripts: HashSet<Vec<u8>>,
-    /// Room to build a key for `seen` in.
+    /// Room to build a key for `seen` or `scripts` in.
     key: Vec<u8>,
     /// Set when a `$(` ran to the end of its text without its `)`.
     unclosed: bool,
@@ -448,12 +448,14 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
     if text.len() <= MAX_REPEAT_SCRIPT {
         // The same string read again (backticks repeated, `sh -c` with the same text) with
         // the same positional parameters in the same directory finds the same commands.
-        let mut key = cx.args_generation.to_le_bytes().to_vec();
-        key.extend_from_slice(&cx.dir_generation.to_le_bytes());
-        key.extend_from_slice(text);
-        if !cx.scripts.insert(key) {
+        cx.key.clear();
+        cx.key.extend_from_slice(&cx.args_generation.to_le_bytes());
+        cx.key.extend_from_slice(&cx.dir_generation.to_le_bytes());
+        cx.key.extend_from_slice(text);
+        if cx.scripts.contains(cx.key.as_slice()) {
             return;
         }
+        cx.scripts.insert(cx.key.clone());
     }
     if depth >= MAX_DEPTH || cx.budget < text.len() {
         give_up(cx);
