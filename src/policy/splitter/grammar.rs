@@ -600,15 +600,6 @@ impl<'s> Parser<'s> {
         }
         if let Some(change) = change {
             let before = cx.dir.clone();
-            let after = match change {
-                Change::To(operand) => {
-                    // From an unknown directory only a rooted operand leads somewhere known.
-                    let from = before.as_deref().or(is_rooted(&operand).then_some("/"));
-                    from.and_then(|dir| join_path(dir, &operand))
-                        .filter(|dir| dir.len() <= MAX_DIR)
-                }
-                Change::Unknown => None,
-            };
             // The frames below a marked one are marked already, down to a subshell.
             for frame in st.frames.iter_mut().rev() {
                 match frame {
@@ -620,7 +611,10 @@ impl<'s> Parser<'s> {
                 st.list_undo = Some(before.clone());
             }
             st.undo = Some(before);
-            cx.set_dir(after);
+            match change {
+                Change::To(operand) => follow_cd(cx, operand),
+                Change::Unknown => cx.set_dir(None),
+            }
         }
     }
 
@@ -934,6 +928,29 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
         fields(key, word.alternative_fields());
     }
     true
+}
+
+/// Makes the directory the one `cd operand` leads to from the directory in force. The
+/// same `cd` from the same directory as the last one (`cd /; cd /`, a repeated line) leads
+/// to the same place, which is not worked out again.
+fn follow_cd(cx: &mut Context, operand: String) {
+    if let Some((from, last, to)) = &cx.last_cd {
+        if *from == cx.dir_generation && *last == operand {
+            if to.1 != cx.dir_generation {
+                let to = to.clone();
+                cx.restore_dir(to);
+            }
+            return;
+        }
+    }
+    let from = cx.dir_generation;
+    // From an unknown directory only a rooted operand leads somewhere known.
+    let start = cx.dir.as_deref().or(is_rooted(&operand).then_some("/"));
+    let after = start
+        .and_then(|dir| join_path(dir, &operand))
+        .filter(|dir| dir.len() <= MAX_DIR);
+    cx.set_dir(after);
+    cx.last_cd = Some((from, operand, (cx.dir.clone(), cx.dir_generation)));
 }
 
 /// The words bash makes of `text` by splitting it at the blanks that lie in `fields`

@@ -238,6 +238,9 @@ struct Context {
     /// another directory is another, and one read again in the directory put back after a
     /// substitution that changed it (`$(cd x)`, a backquoted `$cmd`) is the same.
     dir_generation: u64,
+    /// The last `cd` followed (see `grammar::follow_cd`): the generation of the directory
+    /// it started from, its operand, and the directory it led to with its generation.
+    last_cd: Option<(u64, String, (Option<String>, u64))>,
     /// The generation numbers handed out so far (for `args` and `dir`): a new one is never
     /// one that stands for other arguments or another directory.
     generations: u64,
@@ -284,6 +287,7 @@ impl Context {
             unclosed: false,
             dir: Some(".".to_owned()),
             dir_generation: 0,
+            last_cd: None,
             generations: 1,
             written: Vec::new(),
             written_seen: HashSet::new(),
@@ -802,6 +806,15 @@ fn is_assignment(word: &str) -> bool {
 mod tests {
     use super::split;
 
+    /// The directory each simple command of `text` runs in, by its first spelling.
+    fn dirs(text: &str) -> Vec<(String, Option<String>)> {
+        split(text)
+            .commands
+            .into_iter()
+            .map(|c| (c.forms[0].clone(), c.dir))
+            .collect()
+    }
+
     #[test]
     fn a_command_read_again_where_its_directory_and_arguments_are_back_is_listed_once() {
         // The script inside changed the directory (a name known only at run time may be
@@ -814,5 +827,27 @@ mod tests {
         assert_eq!(escaped(1000), escaped(2));
         // In another directory it is another command.
         assert_eq!(split("echo `$x`; cd /; echo `$x`").commands.len(), 5);
+    }
+
+    #[test]
+    fn a_repeated_cd_leads_where_it_led_from_the_same_directory() {
+        let dir = |text: &str| dirs(text).last().and_then(|(_, dir)| dir.clone());
+        assert_eq!(dir("cd /; cd /; x").as_deref(), Some("/"));
+        assert_eq!(dir("cd a; cd a; x").as_deref(), Some("a/a"));
+        assert_eq!(dir("cd ..; cd ..; x").as_deref(), Some("../.."));
+        assert_eq!(dir("cd $d; cd /a; cd /a; x").as_deref(), Some("/a"));
+        assert_eq!(dir("cd $d; cd a; cd a; x"), None);
+        // The directory put back after a substitution, and the same `cd` from it again
+        // (listed once, as a command read again).
+        assert_eq!(
+            dirs("echo $(cd /a; y); cd /a; x"),
+            [
+                ("cd /a", Some(".")),
+                ("y", Some("/a")),
+                ("echo $(...)", Some(".")),
+                ("x", Some("/a")),
+            ]
+            .map(|(form, dir)| (form.to_owned(), dir.map(str::to_owned)))
+        );
     }
 }
