@@ -558,7 +558,7 @@ impl<'s> Parser<'s> {
         if st.words.is_empty() {
             return;
         }
-        let words = std::mem::take(&mut st.words);
+        let mut words = std::mem::take(&mut st.words);
         // A command in a pipeline or after `coproc` runs in a subshell: a `cd` there
         // changes nothing after it.
         let change = directory_change(&words).filter(|_| !(piped || coproc));
@@ -572,8 +572,12 @@ impl<'s> Parser<'s> {
         let known = keyed.then(|| cx.seen.get(cx.key.as_slice()).copied());
         let reads_stdin = match known.flatten() {
             // The same command read again (`$(a)$(a)...`, a script's repeated lines) adds
-            // nothing: it is listed once.
-            Some(reads_stdin) => reads_stdin,
+            // nothing: it is listed once. Its words go, and their room serves the next.
+            Some(reads_stdin) => {
+                words.clear();
+                st.words = words;
+                reads_stdin
+            }
             None => {
                 let key = keyed.then(|| cx.key.clone());
                 if coproc {
