@@ -876,15 +876,14 @@ const MAX_REPEAT_KEY: usize = 4096;
 /// are, and each part of varying size after its length, so that no two commands share a
 /// key.
 fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> bool {
-    let size: usize = words
-        .iter()
-        .map(|w| {
-            let fields = w.fields().len() + w.alternative_fields().len();
-            w.text.len() + w.alternative.as_ref().map_or(0, Vec::len) + 8 * fields + 24
-        })
-        .sum();
-    if size > MAX_REPEAT_KEY {
-        return false;
+    let mut size = 0;
+    for word in words {
+        let fields = word.fields().len() + word.alternative_fields().len();
+        size += word.text.len() + word.alternative.as_ref().map_or(0, Vec::len) + 8 * fields + 24;
+        if size > MAX_REPEAT_KEY {
+            // A long command (a word list of a megabyte) is not read to its end here.
+            return false;
+        }
     }
     let generation = cx.args_generation;
     let dir_generation = cx.dir_generation;
