@@ -116,7 +116,7 @@ pub struct Cli {
     pub(crate) state_dir: Option<PathBuf>,
 
     /// Stop any command that runs longer than this; more than zero (leave it out for no
-    /// limit) [default: none]
+    /// limit). A `timeout=` directive may shorten it, not lengthen it [default: none]
     #[arg(long, value_name = "DURATION", value_parser = limit)]
     pub(crate) timeout: Option<Duration>,
 

@@ -456,10 +456,10 @@ fn time_limits_from_the_flag_and_from_directives() {
     let started = Instant::now();
     std::fs::write(mount.p("ctl/slow"), "sleep 30").unwrap();
     std::fs::write(mount.p("ctl/quick"), "echo fine").unwrap();
-    // A directive overrides the flag either way.
+    // A directive may shorten the flag's limit, never lengthen it.
     std::fs::write(
         mount.p("ctl/longer"),
-        "#terminalfs timeout=1m\nsleep 3; echo survived",
+        "#terminalfs timeout=1m\nsleep 30; echo survived",
     )
     .unwrap();
     std::fs::write(
@@ -473,6 +473,7 @@ fn time_limits_from_the_flag_and_from_directives() {
     let escaped = escaped_pid(&mount, "stubborn", stubborn);
     reaper.watch(escaped);
     reaper.watch(shell_pid(&mount, "slow"));
+    reaper.watch(shell_pid(&mount, "longer"));
 
     assert_eq!(mount.wait("quick"), "completed\n");
     assert_eq!(mount.read("cmd/quick/stdout"), "fine\n");
@@ -515,10 +516,14 @@ fn time_limits_from_the_flag_and_from_directives() {
         );
     }
 
-    assert_eq!(mount.wait("longer"), "completed\n");
-    assert!(started.elapsed() >= Duration::from_secs(3));
-    assert_eq!(mount.read("cmd/longer/stdout"), "survived\n");
-    assert_eq!(result(&mount, "longer")["timed_out"], false);
+    assert_eq!(mount.wait("longer"), "error\n");
+    assert_eq!(mount.read("cmd/longer/stdout"), "");
+    let reason = mount.read("cmd/longer/reason");
+    assert!(
+        reason.contains("timed out") && reason.contains("2s"),
+        "{reason}"
+    );
+    assert_eq!(result(&mount, "longer")["timed_out"], true);
 }
 
 /// No limit is the absence of one: a limit of zero, which would stop every command as it

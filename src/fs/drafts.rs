@@ -553,7 +553,12 @@ impl Tree {
         let request = SpawnRequest {
             name: draft.name.clone(),
             text: text.clone(),
-            timeout: directives.timeout.or(self.config.timeout),
+            // `--timeout` bounds every command: a directive may only shorten it.
+            timeout: directives
+                .timeout
+                .into_iter()
+                .chain(self.config.timeout)
+                .min(),
             memory: directives.memory,
             stdin: match directives.input {
                 Input::Closed => Stdin::Closed,

@@ -175,6 +175,11 @@ impl Rig {
 
     /// A tree whose drafts settle for `settle` and whose commands are kept `keep`.
     pub fn with(settle: Duration, keep: Duration) -> Rig {
+        Rig::with_timeout(settle, keep, None)
+    }
+
+    /// [`Rig::with`], with `--timeout` set to `timeout`.
+    pub fn with_timeout(settle: Duration, keep: Duration, timeout: Option<Duration>) -> Rig {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let settings = dir.path().join("settings.json");
         std::fs::write(&settings, r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#)
@@ -187,7 +192,7 @@ impl Rig {
                 settle,
                 keep,
                 wait_timeout: Duration::from_secs(10),
-                timeout: None,
+                timeout,
                 uid: 0,
                 gid: 0,
             },
@@ -482,6 +487,28 @@ fn a_bad_directive_is_refused_and_a_good_one_reaches_the_spawn() {
     assert_eq!(request.name, "limited");
     assert_eq!(request.timeout, Some(Duration::from_secs(5)));
     assert_eq!(&*request.text, b"#terminalfs timeout=5s\ntrue");
+}
+
+#[test]
+fn a_timeout_directive_shortens_the_drivers_timeout_but_never_lengthens_it() {
+    let hour = Duration::from_secs(3600);
+    let rig = Rig::with_timeout(hour, hour, Some(Duration::from_secs(60)));
+    rig.run("longer", "#terminalfs timeout=10m\ntrue");
+    rig.run("shorter", "#terminalfs timeout=5s\ntrue");
+    rig.run("plain", "true");
+    let spawned = rig.fake.spawned.lock();
+    let limits: Vec<(&str, Option<Duration>)> = spawned
+        .iter()
+        .map(|(request, _)| (request.name.as_str(), request.timeout))
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            ("longer", Some(Duration::from_secs(60))),
+            ("shorter", Some(Duration::from_secs(5))),
+            ("plain", Some(Duration::from_secs(60))),
+        ]
+    );
 }
 
 #[test]
