@@ -641,10 +641,17 @@ impl Tree {
                 Asked::Signal(signal) => self.spawner.signal(job, *signal),
                 Asked::Stop => self.spawner.kill(job, kill::KILLED_BY_A_WRITE),
                 Asked::Unknown(word) => {
-                    crate::log::info(&format!(
-                        "cmd/{name}/kill: {word} is no signal name; stopping the command \
-                         (TERM, then KILL after the grace)"
-                    ));
+                    crate::log::info(&if job.is_running() {
+                        format!(
+                            "cmd/{name}/kill: {word} is no signal name; stopping the command \
+                             (TERM, then KILL after the grace)"
+                        )
+                    } else {
+                        format!(
+                            "cmd/{name}/kill: {word} is no signal name; the command has \
+                             stopped already"
+                        )
+                    });
                     self.spawner.kill(job, &asked.reason());
                 }
             }
