@@ -514,9 +514,20 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     crate::log::set_verbose(config.verbose);
     let mut ready_pipe = daemonize(&config)?;
+    let detached = ready_pipe.is_some();
     let result = serve(&config, policy, &mut ready_pipe);
     if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {
         let _ = writeln!(pipe, "{message}");
+    }
+    // The daemon that wrote the pid file takes it away as it ends. (One that could not
+    // detach, say because another holds the file, returned above and leaves it be.)
+    if let (true, Some(pid_file)) = (detached, &config.pid_file) {
+        if let Err(error) = std::fs::remove_file(pid_file) {
+            log(&format!(
+                "cannot remove the pid file {}: {error}",
+                pid_file.display()
+            ));
+        }
     }
     result
 }

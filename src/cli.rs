@@ -141,7 +141,7 @@ pub struct Cli {
     #[arg(long, short)]
     pub(crate) verbose: bool,
 
-    /// With --daemon: write the driver's pid here
+    /// With --daemon: write the driver's pid here (removed when it stops)
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub(crate) pid_file: Option<PathBuf>,
 

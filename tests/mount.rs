@@ -621,6 +621,9 @@ fn daemon_mode_detaches_once_ready() {
         libc::kill(pid, libc::SIGTERM);
     }
     assert!(wait_until(Duration::from_secs(20), || !is_mounted(&path)));
+    // Once it has ended, its pid file is gone with it.
+    assert!(wait_until(Duration::from_secs(20), || !process_alive(pid)));
+    assert!(!pid_file.exists(), "the pid file is left behind");
     let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
     assert!(log.contains("ready: mounted"), "{log}");
 }
