@@ -306,7 +306,7 @@ impl Tree {
             }
         }
         command.hidden |= slot.bit();
-        command.remover = caller;
+        command.remover = caller.filter(|&pid| pid != 0);
         command.pinned = true;
         restore::keep_pin(command);
         Ok(None)

@@ -253,7 +253,8 @@ pub(super) fn visible_slots(command: &Command) -> Vec<Slot> {
 /// went when the command stopped, for the process removing its files (see [`vanished`]).
 pub(super) fn find(command: &Command, name: &[u8], caller: Option<u32>) -> Option<Slot> {
     let slot = std::str::from_utf8(name).ok().and_then(Slot::from_name)?;
-    let removing = caller.is_some() && command.remover == caller;
+    // A caller of pid 0 is outside the driver's pid namespace: it names nobody.
+    let removing = caller.is_some_and(|pid| pid != 0) && command.remover == caller;
     (visible_slots(command).contains(&slot) || removing && vanished(command, slot)).then_some(slot)
 }
 

@@ -1007,6 +1007,13 @@ fn an_rm_r_that_the_end_of_its_command_overtakes_still_removes_it() {
         assert!(rm_r(&rig, 1, dir, name, ("", &|| ())).is_empty());
         assert_eq!(errno(rig.lookup(names::CMD, name)), libc::ENOENT);
     }
+
+    // Callers from another pid namespace all come as pid 0: none of them is taken for
+    // the one removing the command's files.
+    let dir = rig.run("outside", "sleep 100");
+    rig.tree.unlink_as(dir, b"command", 0).expect("removed");
+    rig.fake.finish("outside", 0);
+    assert_eq!(errno(rig.tree.lookup_as(dir, b"pid", 0)), libc::ENOENT);
 }
 
 #[test]
