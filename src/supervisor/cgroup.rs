@@ -184,14 +184,21 @@ fn says_populated(events: &str) -> bool {
     events.lines().any(|line| line == "populated 1")
 }
 
-/// Whether the cgroup open as `dir` holds a process; None when it is gone (removed by
-/// hand, or by a driver that took this one for gone). Read relative to the open
-/// directory, with no path to build or look up: a command's exit waits for this.
-fn populated_at(dir: BorrowedFd) -> Option<bool> {
-    let mut events = crate::mounts::open_at(dir, c"cgroup.events", libc::O_RDONLY).ok()?;
+/// Whether the cgroup open as `dir` holds a process, read relative to the open
+/// directory, with no path to build or look up: a command's exit waits for this. A
+/// cgroup removed from under it (by hand, or by a driver that took this one for gone)
+/// gives ENOENT or ENODEV (see [`gone`]).
+fn populated_at(dir: BorrowedFd) -> std::io::Result<bool> {
+    let mut events = crate::mounts::open_at(dir, c"cgroup.events", libc::O_RDONLY)?;
     let mut text = [0u8; 256];
-    let read = std::io::Read::read(&mut events, &mut text).ok()?;
-    Some(says_populated(std::str::from_utf8(&text[..read]).ok()?))
+    let read = std::io::Read::read(&mut events, &mut text)?;
+    Ok(says_populated(&String::from_utf8_lossy(&text[..read])))
+}
+
+/// Whether an error reading a cgroup says that it is gone, rather than that it could
+/// not be read just now (out of descriptors, say).
+fn gone(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::ENOENT | libc::ENODEV))
 }
 
 /// SIGKILLs everything in a cgroup (with `cgroup.kill` where the kernel has it) and
@@ -493,7 +500,7 @@ impl CommandCgroup {
     pub fn populated(&self) -> bool {
         let held = self.held.lock();
         held.as_ref()
-            .is_some_and(|dir| populated_at(dir.as_fd()).unwrap_or(false))
+            .is_some_and(|dir| matches!(populated_at(dir.as_fd()), Ok(true)))
     }
 
     /// Whether the memory controller killed something here.
@@ -531,11 +538,13 @@ impl CommandCgroup {
         if held.is_none() {
             return true;
         }
-        // One removed from under it (by hand, or by a driver that took this one for
-        // gone) would fail the next start: only one still there goes back.
+        // One removed from under it would fail the next start: only one still there
+        // goes back. One that cannot be read now is kept as if it held a process, and
+        // looked at again later (the pump leaves it to the timer's tidying).
         let there = match held.as_ref().map(|dir| populated_at(dir.as_fd())) {
-            Some(Some(true)) => return false,
-            Some(Some(false)) => true,
+            Some(Ok(true)) => return false,
+            Some(Ok(false)) => true,
+            Some(Err(error)) if !gone(&error) => return false,
             _ => false,
         };
         let fd = held.take();
@@ -595,6 +604,23 @@ mod tests {
         let spaced = "24 1 0:22 / /mnt/my\\040cg rw - cgroup2 none rw\n";
         assert_eq!(cgroup2_mount(spaced), Some(PathBuf::from("/mnt/my cg")));
         assert_eq!(cgroup2_mount("1 2 0:1 / / rw - ext4 /dev/vda rw\n"), None);
+    }
+
+    #[test]
+    fn events_read_through_the_directory_say_populated_or_gone() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let open = || OwnedFd::from(std::fs::File::open(dir.path()).expect("the directory"));
+        let events = dir.path().join("cgroup.events");
+        std::fs::write(&events, "populated 1\nfrozen 0\n").unwrap();
+        assert!(populated_at(open().as_fd()).expect("read"));
+        std::fs::write(&events, "populated 0\nfrozen 0\n").unwrap();
+        assert!(!populated_at(open().as_fd()).expect("read"));
+        // Removed from under its holder: gone, not merely unreadable.
+        let held = open();
+        std::fs::remove_file(&events).unwrap();
+        let error = populated_at(held.as_fd()).expect_err("no events file");
+        assert!(gone(&error), "{error}");
+        assert!(!gone(&std::io::Error::from_raw_os_error(libc::EMFILE)));
     }
 
     #[test]

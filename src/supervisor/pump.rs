@@ -436,8 +436,9 @@ fn run(
                     }
                 }
                 // A cgroup that goes back to the pool as it is (no removal, nothing
-                // made) is free before anyone hears of the exit, unless something the
-                // command started lives on there.
+                // made, unless it was removed from under the command) is free before
+                // anyone hears of the exit, unless something the command started lives
+                // on there.
                 if source.job().cgroup_reusable() {
                     source.job().remove_cgroup_if_done();
                 }
