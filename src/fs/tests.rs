@@ -80,7 +80,8 @@ impl Fake {
         let job = self.job(name);
         job.pipe_closed();
         job.pipe_closed();
-        job.mark_exited(Exit {
+        // As the pump does: the exit is recorded, then the record saved.
+        let recorded = job.mark_exited(Exit {
             code,
             signal: None,
             user_ms: 0,
@@ -88,6 +89,8 @@ impl Fake {
             max_rss_kib: 0,
             max_rss_source: String::new(),
         });
+        assert!(recorded, "{name} had not exited yet");
+        job.save_record();
     }
 }
 

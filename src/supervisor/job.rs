@@ -867,6 +867,7 @@ impl Job {
     /// saved here: whoever waits for the exit is answered first, then the caller saves
     /// it ([`Job::save_record`]; the spool writes it later in any case). False when the
     /// exit was recorded already.
+    #[must_use = "a recorded exit still has its record to save"]
     pub(crate) fn mark_exited(&self, exit: Exit) -> bool {
         let mut state = self.state.lock();
         let (pid, started_at, since, end) = match &state.life {
@@ -1199,7 +1200,7 @@ mod tests {
     /// (as a descendant holding them would leave them).
     fn reaped_job(dir: &std::path::Path, pid: i32) -> Job {
         let job = running_job(&spool_in(dir), pid);
-        job.mark_exited(exit(0, None));
+        assert!(job.mark_exited(exit(0, None)));
         job
     }
 
@@ -1247,7 +1248,7 @@ mod tests {
         let status = shell.0.wait().expect("the stand-in is reaped");
         let signal = status.signal();
         let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
-        job.mark_exited(exit(code, signal));
+        assert!(job.mark_exited(exit(code, signal)));
     }
 
     #[test]
@@ -1602,7 +1603,7 @@ mod tests {
             cwd: "/tmp".into(),
         };
         assert_eq!(job.snapshot().launch.as_ref(), Some(&ran_with));
-        job.mark_exited(exit(0, None));
+        assert!(job.mark_exited(exit(0, None)));
         let record = job.record(&job.state.lock());
         assert_eq!(
             (&record["shell"], &record["cwd"]),
@@ -1647,7 +1648,7 @@ mod tests {
         assert_eq!(job.grew_at(Stream::Stdout), Some(wrote));
         assert_eq!(job.grew_at(Stream::Output), Some(wrote));
         assert_eq!(job.grew_at(Stream::Stderr), Some(started), "never written");
-        job.mark_exited(exit(0, None));
+        assert!(job.mark_exited(exit(0, None)));
         let ended = job.finished_at().expect("it ended");
         assert!(ended > wrote + Duration::from_secs(1));
         let record = job.record(&job.state.lock());
