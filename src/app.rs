@@ -519,14 +519,20 @@ pub fn run(config: Config) -> Result<(), String> {
     if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {
         let _ = writeln!(pipe, "{message}");
     }
-    // The daemon that wrote the pid file takes it away as it ends. (One that could not
-    // detach, say because another holds the file, returned above and leaves it be.)
+    // The daemon that wrote the pid file takes it away as it ends, if it still names
+    // this process: one removed by hand, or written since by another daemon, is left
+    // be. (One that could not detach, say because another holds the file, returned
+    // above.)
     if let (true, Some(pid_file)) = (detached, &config.pid_file) {
-        if let Err(error) = std::fs::remove_file(pid_file) {
-            log(&format!(
-                "cannot remove the pid file {}: {error}",
-                pid_file.display()
-            ));
+        let ours = std::fs::read_to_string(pid_file)
+            .is_ok_and(|text| text.trim() == std::process::id().to_string());
+        if ours {
+            if let Err(error) = std::fs::remove_file(pid_file) {
+                log(&format!(
+                    "cannot remove the pid file {}: {error}",
+                    pid_file.display()
+                ));
+            }
         }
     }
     result

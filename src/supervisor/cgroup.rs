@@ -497,10 +497,16 @@ impl CommandCgroup {
         !pids.is_empty()
     }
 
+    /// Whether a process is left in the cgroup. One that cannot be read now counts as
+    /// holding one (as in [`CommandCgroup::release`]): what waits for it to empty, or
+    /// signals what is left, does not pass it over.
     pub fn populated(&self) -> bool {
         let held = self.held.lock();
         held.as_ref()
-            .is_some_and(|dir| matches!(populated_at(dir.as_fd()), Ok(true)))
+            .is_some_and(|dir| match populated_at(dir.as_fd()) {
+                Ok(populated) => populated,
+                Err(error) => !gone(&error),
+            })
     }
 
     /// Whether the memory controller killed something here.
