@@ -138,10 +138,46 @@ impl Tree {
 
     /// `rm cmd/<name>/stdin`: closes a pipe so the command reads end of file. A
     /// terminal is not closed this way (EPERM).
-    pub(super) fn close_input(&self, name: &str, job: &Job) -> FsResult<()> {
+    ///
+    /// A shell runs what it holds at end of file, an unfinished last line included. Each
+    /// write was checked whole, but one taken in part (a nearly full pipe takes what
+    /// fits) leaves the shell a beginning that was not: `touch /tmp/ab` of a write
+    /// `touch /tmp/abc` passed for. So what the shell was given must pass as one
+    /// script before its end of file is given; when it does not, the input stays open
+    /// (EPERM, audited) and the command can be stopped instead. The script's lock is
+    /// held to the close, so no write adds to it in between.
+    pub(super) fn close_input(
+        &self,
+        name: &str,
+        job: &Job,
+        script: Option<&Mutex<Vec<u8>>>,
+    ) -> FsResult<()> {
         let input = job
             .input()
             .ok_or_else(|| no_input(name, "stdin", libc::ENOENT))?;
+        let given = script.map(Mutex::lock);
+        if let Some(given) = &given {
+            if let Verdict::Deny { rule, reason } = check_shell_input(&self.policy, given) {
+                let mut effects = Effects::default();
+                effects.push(Effect::Audit {
+                    decision: "denied",
+                    name: format!("{name}/stdin"),
+                    text: given.as_slice().into(),
+                    rule,
+                    reason: Some(reason.clone()),
+                });
+                self.perform(effects);
+                return Err(input_error(
+                    name,
+                    "stdin",
+                    libc::EPERM,
+                    &format!(
+                        "not closed: at its end of file the shell would run what it was \
+                         given, and {reason}; stop the command instead"
+                    ),
+                ));
+            }
+        }
         input
             .close()
             .map_err(|error| error_of(name, "stdin", &error))

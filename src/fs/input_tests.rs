@@ -170,3 +170,31 @@ fn a_shell_on_a_terminal_is_refused_while_rules_are_in_force() {
     rig.tree.release(fh);
     assert_ne!(rig.read("c", "status"), "denied\n");
 }
+
+#[test]
+fn a_shell_is_given_its_end_of_file_only_when_what_it_holds_passes() {
+    let rig = Rig::new();
+    let dir = rig.run("sh", "#terminalfs stdin\nsh");
+    done(rig.append_to(dir, "stdin", "echo fine\n"));
+    // A write taken in part leaves the shell the beginning of a line, which was never
+    // checked by itself: `sudo -i` of a write `sudo -id` passed for, say.
+    {
+        let mut state = rig.tree.state.lock();
+        let id = state.cmd["sh"];
+        let Some(Entry::Command(command)) = state.entries.get_mut(&id) else {
+            panic!("sh is a command");
+        };
+        let script = command.script.as_ref().expect("a shell's input is checked");
+        script.lock().extend_from_slice(b"sudo -i");
+    }
+    // At end of file the shell would run it: stdin stays open.
+    let refused = rig.tree.unlink(dir, b"stdin").expect_err("not closed");
+    assert_eq!(refused.errno, libc::EPERM);
+    assert!(refused.reason.contains("not closed"), "{}", refused.reason);
+    assert!(rig.ls(dir).contains(&"stdin".to_string()));
+    // What passes as a whole closes as before.
+    let dir = rig.run("ok", "#terminalfs stdin\nsh");
+    done(rig.append_to(dir, "stdin", "echo fine"));
+    rig.tree.unlink(dir, b"stdin").expect("closed");
+    assert!(!rig.ls(dir).contains(&"stdin".to_string()));
+}

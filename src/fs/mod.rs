@@ -243,7 +243,7 @@ impl Tree {
         let closing =
             self.locked(|state, effects| self.unlink_locked(state, effects, parent, name, caller))?;
         match closing {
-            Some((name, job)) => self.close_input(&name, &job),
+            Some(Closing { name, job, script }) => self.close_input(&name, &job, script.as_deref()),
             None => Ok(()),
         }
     }
@@ -265,7 +265,7 @@ impl Tree {
         parent: u64,
         name: &[u8],
         caller: Option<u32>,
-    ) -> FsResult<Option<(String, Arc<Job>)>> {
+    ) -> FsResult<Option<Closing>> {
         let id = match state.resolve(parent) {
             Ok(Node::Dir(..)) => {
                 if name == b"index.md" {
@@ -301,7 +301,11 @@ impl Tree {
         if slot == Slot::Stdin && !slots::vanished(command, slot) {
             if let Run::Job(job) = &command.run {
                 if !job.is_terminal() {
-                    return Ok(Some((command.name.clone(), job.clone())));
+                    return Ok(Some(Closing {
+                        name: command.name.clone(),
+                        job: job.clone(),
+                        script: command.script.clone(),
+                    }));
                 }
             }
         }
@@ -513,3 +517,11 @@ mod input_tests;
 mod model;
 #[cfg(test)]
 mod tests;
+
+/// A command's stdin to close once the tree's lock is released (`rm cmd/<name>/stdin`),
+/// with what its shell was given when that is checked.
+struct Closing {
+    name: String,
+    job: Arc<Job>,
+    script: Option<Arc<Mutex<Vec<u8>>>>,
+}
