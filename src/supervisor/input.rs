@@ -9,6 +9,13 @@
 //! Whenever a write finds no room, the input asks the [`Writable`] thread to report its
 //! job as soon as there is room, so the parked write is tried again at once.
 //!
+//! A write that has waited a while for room ([`Input::lean`]) is not kept waiting
+//! longer: while the kernel waits for its answer it holds the file's lock, which
+//! `rm stdin` (and every lookup in the command's directory behind that `rm`) needs.
+//! So its first byte joins the backlog and counts as written; its writer comes back
+//! with the rest. Once the command has taken nothing for the writer's patience, such
+//! a write is refused as `Full` instead.
+//!
 //! Locks: the screen's lock may be held while taking the input's lock, never the other
 //! way round.
 
@@ -17,6 +24,7 @@ use crate::supervisor::terminal::{Screen, TerminalSize};
 use crate::supervisor::writable::Watch;
 use parking_lot::Mutex;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
 
 /// What a command reads, as the supervisor is asked to set it up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,12 +88,19 @@ impl std::fmt::Display for InputError {
 }
 
 struct Descriptor {
-    /// None once closed by removing `stdin`.
+    /// None once closed by removing `stdin` (and what was taken before is out), or
+    /// once released.
     fd: Option<OwnedFd>,
     /// Bytes that must follow everything already written, whole.
     backlog: Vec<u8>,
     /// A write found no reader.
     gone: bool,
+    /// `stdin` was removed: nothing more is taken, and the descriptor closes as soon
+    /// as the backlog (bytes its writers were told were written) is out.
+    closed: bool,
+    /// Since when a write has found no room, with nothing taken since; None once the
+    /// descriptor takes a byte.
+    full_since: Option<Instant>,
 }
 
 /// The input side of one command.
@@ -105,6 +120,8 @@ impl Input {
                 fd: Some(fd),
                 backlog: Vec::new(),
                 gone: false,
+                closed: false,
+                full_since: None,
             }),
             screen: None,
             watch,
@@ -120,9 +137,17 @@ impl Input {
     }
 
     /// `Full`, after asking to hear when there is room.
-    fn full(&self, descriptor: &Descriptor) -> InputError {
+    fn full(&self, descriptor: &mut Descriptor) -> InputError {
+        descriptor.full_since.get_or_insert_with(Instant::now);
         self.wait_for_room(descriptor);
         InputError::Full
+    }
+
+    /// Whether the command has taken nothing for `patience` while writes waited.
+    fn stalled(descriptor: &Descriptor, patience: Duration) -> bool {
+        descriptor
+            .full_since
+            .is_some_and(|since| since.elapsed() >= patience)
     }
 
     fn wait_for_room(&self, descriptor: &Descriptor) {
@@ -139,22 +164,66 @@ impl Input {
     /// when none fit.
     pub fn write(&self, data: &[u8]) -> Result<usize, InputError> {
         let mut descriptor = self.descriptor.lock();
-        flush(&mut descriptor)?;
+        self.flush_locked(&mut descriptor)?;
         if !descriptor.backlog.is_empty() {
-            return Err(self.full(&descriptor));
+            return Err(self.full(&mut descriptor));
         }
         if data.is_empty() {
             return Ok(0);
         }
         match write_some(&mut descriptor, data)? {
-            0 => Err(self.full(&descriptor)),
+            0 => Err(self.full(&mut descriptor)),
             n => Ok(n),
         }
+    }
+
+    /// A raw write that has waited for room as long as a write is held: takes what
+    /// fits now, else, unless the command has taken nothing for `patience` (or the
+    /// backlog is at its bound), the first byte of `data` alone, into the backlog, so
+    /// that its writer gets a short count and lets go of the file. `Full` otherwise.
+    pub fn lean(&self, data: &[u8], patience: Duration) -> Result<usize, InputError> {
+        match self.write(data) {
+            Err(InputError::Full) => {}
+            taken => return taken,
+        }
+        let mut descriptor = self.descriptor.lock();
+        let first = match data.first() {
+            Some(&first)
+                if !Self::stalled(&descriptor, patience)
+                    && descriptor.backlog.len() < MAX_BACKLOG =>
+            {
+                first
+            }
+            _ => return Err(self.full(&mut descriptor)),
+        };
+        // Between the two locks the command may have read, or the input closed: the
+        // byte goes after what waits, and only while the input still takes bytes.
+        self.flush_locked(&mut descriptor)?;
+        descriptor.backlog.push(first);
+        self.flush_locked(&mut descriptor)?;
+        if !descriptor.backlog.is_empty() {
+            self.wait_for_room(&descriptor);
+        }
+        Ok(1)
     }
 
     /// Sends a write to `keys`: encoded whole, in the terminal's current key modes, and
     /// taken whole or not at all.
     pub fn send_keys(&self, text: &[u8]) -> Result<(), InputError> {
+        self.send_keys_after(text, None)
+    }
+
+    /// [`Input::send_keys`] for a write that has waited for room as long as a write is
+    /// held: keys cannot be taken in part, so they join the backlog whole, unless the
+    /// terminal has taken nothing for `patience` or the backlog would pass its bound
+    /// (`Full`).
+    pub fn lean_keys(&self, text: &[u8], patience: Duration) -> Result<(), InputError> {
+        self.send_keys_after(text, Some(patience))
+    }
+
+    /// Sends keys; `patience` is None for a first try (`Full` while keys wait), the
+    /// patience of a write that has waited its hold.
+    fn send_keys_after(&self, text: &[u8], patience: Option<Duration>) -> Result<(), InputError> {
         let Some(screen) = &self.screen else {
             return Err(InputError::NotTerminal);
         };
@@ -163,9 +232,18 @@ impl Input {
         };
         let bytes = keys::encode(text, modes).map_err(InputError::Keys)?;
         let mut descriptor = self.descriptor.lock();
-        flush(&mut descriptor)?;
+        self.flush_locked(&mut descriptor)?;
         if !descriptor.backlog.is_empty() {
-            return Err(self.full(&descriptor));
+            let joins = patience.is_some_and(|patience| {
+                !Self::stalled(&descriptor, patience)
+                    && descriptor.backlog.len() + bytes.len() <= MAX_BACKLOG
+            });
+            if !joins {
+                return Err(self.full(&mut descriptor));
+            }
+            descriptor.backlog.extend_from_slice(&bytes);
+            self.wait_for_room(&descriptor);
+            return Ok(());
         }
         let written = write_some(&mut descriptor, &bytes)?;
         descriptor.backlog.extend_from_slice(&bytes[written..]);
@@ -175,14 +253,15 @@ impl Input {
         Ok(())
     }
 
-    /// Closes a pipe so that the command reads end of file.
+    /// Closes a pipe so that the command reads end of file, after what its writers
+    /// were told was written: the descriptor stays open until the backlog is out.
     pub fn close(&self) -> Result<(), InputError> {
         if self.is_terminal() {
             return Err(InputError::TerminalNotClosable);
         }
         let mut descriptor = self.descriptor.lock();
-        descriptor.fd = None;
-        descriptor.backlog.clear();
+        descriptor.closed = true;
+        let _ = self.flush_locked(&mut descriptor);
         Ok(())
     }
 
@@ -203,7 +282,30 @@ impl Input {
 
     /// Sends what waits in the backlog, as far as it goes now.
     pub fn flush(&self) {
-        let _ = flush(&mut self.descriptor.lock());
+        let _ = self.flush_locked(&mut self.descriptor.lock());
+    }
+
+    /// Sends what waits in the backlog, as far as it goes now, and closes a removed
+    /// input once it is all out. `Closed` or `Gone` when the input takes nothing more.
+    fn flush_locked(&self, descriptor: &mut Descriptor) -> Result<(), InputError> {
+        if !descriptor.backlog.is_empty() {
+            let backlog = std::mem::take(&mut descriptor.backlog);
+            let written = write_some(descriptor, &backlog)?;
+            descriptor.backlog = backlog[written..].to_vec();
+        }
+        if descriptor.closed && descriptor.backlog.is_empty() {
+            if let (Some(watch), Some(fd)) = (&self.watch, &descriptor.fd) {
+                watch.writable.forget(watch.job, fd.as_raw_fd());
+            }
+            descriptor.fd = None;
+        }
+        if descriptor.gone {
+            Err(InputError::Gone)
+        } else if descriptor.closed {
+            Err(InputError::Closed)
+        } else {
+            Ok(())
+        }
     }
 
     /// Feeds what the program displayed to the screen and answers its status queries.
@@ -217,7 +319,7 @@ impl Input {
         if descriptor.backlog.len() + answers.len() <= MAX_BACKLOG {
             descriptor.backlog.extend_from_slice(&answers);
         }
-        let _ = flush(&mut descriptor);
+        let _ = self.flush_locked(&mut descriptor);
     }
 
     /// The screen as text, for a terminal.
@@ -235,24 +337,8 @@ impl Input {
     /// the driver knows.
     pub fn is_open(&self) -> bool {
         let descriptor = self.descriptor.lock();
-        descriptor.fd.is_some() && !descriptor.gone
+        descriptor.fd.is_some() && !descriptor.gone && !descriptor.closed
     }
-}
-
-fn flush(descriptor: &mut Descriptor) -> Result<(), InputError> {
-    if descriptor.backlog.is_empty() {
-        return if descriptor.gone {
-            Err(InputError::Gone)
-        } else if descriptor.fd.is_none() {
-            Err(InputError::Closed)
-        } else {
-            Ok(())
-        };
-    }
-    let backlog = std::mem::take(&mut descriptor.backlog);
-    let written = write_some(descriptor, &backlog)?;
-    descriptor.backlog = backlog[written..].to_vec();
-    Ok(())
 }
 
 /// One non-blocking write; 0 when nothing fits now.
@@ -266,6 +352,9 @@ fn write_some(descriptor: &mut Descriptor, data: &[u8]) -> Result<usize, InputEr
     loop {
         // SAFETY: writing from a buffer valid for its length to a descriptor we own.
         let n = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+        if n > 0 {
+            descriptor.full_since = None;
+        }
         if n >= 0 {
             return Ok(n as usize);
         }
@@ -340,6 +429,80 @@ mod tests {
         assert_eq!(read_all(&read).len(), taken);
         assert_eq!(input.write(b"after\n"), Ok(6));
         assert_eq!(read_all(&read), b"after\n");
+    }
+
+    /// Fills `input`'s pipe; how many bytes it took.
+    fn fill(input: &Input) -> usize {
+        let big = vec![b'x'; 1 << 20];
+        let mut taken = 0;
+        while let Ok(n) = input.write(&big) {
+            taken += n;
+        }
+        taken
+    }
+
+    #[test]
+    fn a_held_write_takes_a_byte_until_the_patience_runs_out_and_closing_waits_for_it() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write, None);
+        let taken = fill(&input);
+        // A held write is answered in part, one byte at a time, in order behind the
+        // ones before; a fresh write still waits behind them.
+        let patience = Duration::from_secs(3600);
+        assert_eq!(input.lean(b"ab", patience), Ok(1));
+        assert_eq!(input.lean(b"b", patience), Ok(1));
+        assert_eq!(input.write(b"c"), Err(InputError::Full));
+        assert_eq!(input.lean(b"", patience), Err(InputError::Full));
+        // Once the command has taken nothing for the patience, it is refused.
+        assert_eq!(input.lean(b"c", Duration::ZERO), Err(InputError::Full));
+        // Removal takes nothing more, but what was taken arrives before end of file.
+        input.close().unwrap();
+        assert!(!input.is_open());
+        assert_eq!(input.write(b"c"), Err(InputError::Closed));
+        assert_eq!(input.lean(b"c", patience), Err(InputError::Closed));
+        let mut got = read_all(&read);
+        input.flush();
+        got.extend(read_all(&read));
+        assert_eq!(got.len(), taken + 2);
+        assert!(got.ends_with(b"xab"), "{:?}", &got[got.len() - 3..]);
+        let mut buf = [0u8; 4];
+        // SAFETY: reading into a valid buffer; 0 is end of file, the descriptor closed.
+        assert_eq!(
+            unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), 4) },
+            0
+        );
+    }
+
+    #[test]
+    fn a_held_write_takes_what_fits_once_there_is_room() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write, None);
+        let taken = fill(&input);
+        assert_eq!(read_all(&read).len(), taken);
+        assert_eq!(input.lean(b"room", Duration::ZERO), Ok(4));
+        assert_eq!(read_all(&read), b"room");
+    }
+
+    #[test]
+    fn held_keys_join_the_backlog_whole_until_the_patience_runs_out() {
+        // A pipe stands in for the terminal's master side: it fills the same way.
+        let (read, write) = pipe();
+        let size = TerminalSize { cols: 40, rows: 10 };
+        let input = Input::terminal(write, size, None);
+        let taken = fill(&input);
+        assert_eq!(input.send_keys(b"'a'"), Ok(()));
+        assert_eq!(input.send_keys(b"'b'"), Err(InputError::Full));
+        let patience = Duration::from_secs(3600);
+        assert_eq!(input.lean_keys(b"'b' 'c'", patience), Ok(()));
+        assert_eq!(
+            input.lean_keys(b"'d'", Duration::ZERO),
+            Err(InputError::Full)
+        );
+        let mut got = read_all(&read);
+        input.flush();
+        got.extend(read_all(&read));
+        assert_eq!(got.len(), taken + 3);
+        assert!(got.ends_with(b"xabc"));
     }
 
     #[test]
