@@ -2,7 +2,8 @@
 //! the answer back into a reply. It holds no state of its own except the parking lot.
 //!
 //! The parking lot keeps replies that cannot be answered yet: blocking reads (`wait`,
-//! `follow`), writes to a command's input while it is full, and lookups, reads of
+//! `follow`), writes to a command's input while it is full (for [`INPUT_HOLD`] at
+//! most: the kernel holds the file's lock meanwhile), and lookups, reads of
 //! `cmd/index.md` and listings of `cmd/` that race a writer's final close. No FUSE
 //! worker ever waits; the reply is stored and the worker returns. A parked reply is
 //! answered when what it waits for happens: news of a change of state (an exit, a
@@ -46,6 +47,13 @@ const FIXED_ENTRY_TTL: Duration = Duration::from_secs(3600);
 /// `cat wait` then opens and reads without asking for them. A command's files have
 /// inode numbers no later command reuses, so a kept attribute is never another's.
 const STEADY_ATTR_TTL: Duration = Duration::from_secs(60);
+/// How long a write to `stdin` or `keys` that finds the input full is parked before it
+/// is answered all the same (in part, or EAGAIN once the command has taken nothing for
+/// `--wait-timeout`). The kernel holds the file's lock until the answer, and `rm` of
+/// the file needs that lock while it holds the directory's, which every lookup in the
+/// directory needs: so the hold bounds how long an `rm` (and the lookups behind it)
+/// wait for a writer. The writer comes back for the rest at once.
+const INPUT_HOLD: Duration = Duration::from_secs(1);
 /// How long a lookup may wait for a writer's final close before it answers ENOENT.
 const LOOKUP_PATIENCE: Duration = Duration::from_secs(1);
 /// How long a read of `cmd/index.md` or a listing of `cmd/` may wait for a draft to
@@ -86,7 +94,8 @@ enum Op {
         offset: u64,
         reply: ReplyDirectory,
     },
-    /// A write to `stdin` or `keys` that found the input full; EAGAIN at the deadline.
+    /// A write to `stdin` or `keys` that found the input full; tried once more as held
+    /// at the deadline (see [`INPUT_HOLD`]).
     Write {
         fh: u64,
         data: Vec<u8>,
@@ -282,7 +291,7 @@ impl Lot {
         let mut back = Vec::new();
         for parked in taken {
             if parked.deadline <= look.now {
-                finish_timed_out(tree, parked);
+                finish_due(tree, parked);
                 continue;
             }
             match look.check_signals.then(|| caller(parked.pid)) {
@@ -605,6 +614,20 @@ fn owner(tree: &Tree) -> (u32, u32) {
     (tree.config().uid, tree.config().gid)
 }
 
+/// Answers a parked reply whose deadline has passed: a held write is tried once more
+/// (taken in part, or refused); anything else as timed out.
+fn finish_due(tree: &Tree, parked: Parked) {
+    match parked.op {
+        Op::Write { fh, data, reply } => match tree.write_held(fh, &data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(failed("write", format_args!("fh {fh}"), e)),
+        },
+        _ => finish_timed_out(tree, parked),
+    }
+}
+
+/// Answers a parked reply whose wait is over without an answer: its deadline passed,
+/// or the driver is stopping.
 fn finish_timed_out(tree: &Tree, parked: Parked) {
     match parked.op {
         Op::Read {
@@ -1131,7 +1154,7 @@ impl Filesystem for Driver {
                 &self.tree,
                 Awaited::Job(job, News::State),
                 req.pid(),
-                Instant::now() + self.tree.config().wait_timeout,
+                Instant::now() + INPUT_HOLD.min(self.tree.config().wait_timeout),
                 Op::Write {
                     fh: fh.0,
                     data: data.to_vec(),

@@ -3,7 +3,7 @@
 
 use super::effects::{Discarded, Effect, Effects};
 use super::fixed;
-use super::input::input_error;
+use super::input::{input_error, Attempt};
 use super::kill::{self, Asked, Said};
 use super::names::{self, Slot};
 use super::pages;
@@ -577,6 +577,20 @@ impl Tree {
     }
 
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<Write> {
+        self.write_as(fh, offset, data, Attempt::Fresh)
+    }
+
+    /// A write to `stdin` or `keys` that has waited as long as the adapter holds one
+    /// (see [`Attempt::Held`]): the count taken, never [`Write::Pending`]; EAGAIN once
+    /// the command has taken no input for `--wait-timeout`.
+    pub fn write_held(&self, fh: u64, data: &[u8]) -> FsResult<u32> {
+        match self.write_as(fh, 0, data, Attempt::Held)? {
+            Write::Done(n) => Ok(n),
+            Write::Pending { .. } => Err(Error::new(libc::EAGAIN, "the input is full")),
+        }
+    }
+
+    fn write_as(&self, fh: u64, offset: u64, data: &[u8], attempt: Attempt) -> FsResult<Write> {
         let mut state = self.state.lock();
         if let Some(said) = kill_said(&mut state, fh) {
             let (job, said, name) = said;
@@ -610,12 +624,12 @@ impl Tree {
                 let (job, script, refused, name) =
                     (job.clone(), script.clone(), refused.clone(), name());
                 drop(state);
-                self.write_input(&name, &job, script.as_deref(), &refused, data)
+                self.write_input(&name, &job, script.as_deref(), &refused, attempt, data)
             }
             (Body::Keys { job }, _) => {
                 let (job, name) = (job.clone(), name());
                 drop(state);
-                self.write_keys(&name, &job, data)
+                self.write_keys(&name, &job, attempt, data)
             }
             (
                 Body::Draft {

@@ -1,7 +1,8 @@
 //! Writes to `cmd/<name>/stdin` and `cmd/<name>/keys`: checked (for a shell), delivered
 //! without the tree lock, and answered with the errno that says what went wrong. A
 //! write that finds the input full comes back as [`Write::Pending`], for the adapter to
-//! park and try again until `--wait-timeout`.
+//! park and try again; the adapter holds it only a short while, then tries it once more
+//! as [`Attempt::Held`], which answers it without waiting (see [`Input::lean`]).
 
 use super::effects::{Effect, Effects};
 use super::types::{Error, FsResult, Write, MAX_COMMAND};
@@ -11,6 +12,21 @@ use crate::supervisor::terminal::KeysError;
 use crate::supervisor::{Input, InputError, Job};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Which try of a write to `stdin` or `keys` this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Attempt {
+    /// As it arrives, and each time its command may have read since: a full input
+    /// makes it wait ([`Write::Pending`]).
+    Fresh,
+    /// After it has waited as long as the adapter holds a write. While the kernel
+    /// waits for the answer it holds the file's lock, which `rm` of the file (and
+    /// every lookup in the directory behind that `rm`) waits for; so this try is
+    /// answered at once: with part of the write (its writer comes back for the
+    /// rest, and the file is free meanwhile), or with EAGAIN once the command has
+    /// taken no input for `--wait-timeout`.
+    Held,
+}
 
 /// Why a write to a command's input failed, for the writer's errno and, once, the log.
 pub(super) fn input_error(name: &str, file: &str, errno: i32, why: &str) -> Error {
@@ -61,6 +77,7 @@ impl Tree {
         job: &Job,
         script: Option<&Mutex<Vec<u8>>>,
         refused: &AtomicBool,
+        attempt: Attempt,
         data: &[u8],
     ) -> FsResult<Write> {
         let input = running_input(name, "stdin", job)?;
@@ -79,15 +96,36 @@ impl Tree {
                 return Err(input_error(name, "stdin", errno, &why));
             }
         }
-        match input.write(data) {
+        let written = match attempt {
+            Attempt::Fresh => input.write(data),
+            Attempt::Held => input.lean(data, self.config.wait_timeout),
+        };
+        match written {
             Ok(n) => {
                 if let Some(given) = &mut given {
                     given.extend_from_slice(&data[..n]);
                 }
                 Ok(Write::Done(n as u32))
             }
-            Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
+            Err(InputError::Full) => self.still_full(name, "stdin", job, attempt),
             Err(error) => Err(error_of(name, "stdin", &error)),
+        }
+    }
+
+    /// A write that found the input full: it waits, or, held already, fails.
+    fn still_full(&self, name: &str, file: &str, job: &Job, attempt: Attempt) -> FsResult<Write> {
+        match attempt {
+            Attempt::Fresh => Ok(Write::Pending { job: job.id() }),
+            Attempt::Held => Err(input_error(
+                name,
+                file,
+                libc::EAGAIN,
+                &format!(
+                    "the command has taken no input for {} (--wait-timeout); this write \
+                     was not taken",
+                    crate::units::format_duration(self.config.wait_timeout)
+                ),
+            )),
         }
     }
 
@@ -127,11 +165,21 @@ impl Tree {
     }
 
     /// A write to `keys`: every word known, or nothing sent.
-    pub(super) fn write_keys(&self, name: &str, job: &Job, data: &[u8]) -> FsResult<Write> {
+    pub(super) fn write_keys(
+        &self,
+        name: &str,
+        job: &Job,
+        attempt: Attempt,
+        data: &[u8],
+    ) -> FsResult<Write> {
         let input = running_input(name, "keys", job)?;
-        match input.send_keys(data) {
+        let sent = match attempt {
+            Attempt::Fresh => input.send_keys(data),
+            Attempt::Held => input.lean_keys(data, self.config.wait_timeout),
+        };
+        match sent {
             Ok(()) => Ok(Write::Done(data.len() as u32)),
-            Err(InputError::Full) => Ok(Write::Pending { job: job.id() }),
+            Err(InputError::Full) => self.still_full(name, "keys", job, attempt),
             Err(error) => Err(error_of(name, "keys", &error)),
         }
     }

@@ -83,9 +83,13 @@ fn a_full_pipe_makes_the_write_wait_and_nothing_is_lost() {
         }
     };
     assert_eq!(pending, rig.fake.job("slow").id());
+    // Held as long as the adapter holds a write, it is answered in part: one byte,
+    // which goes in after what the pipe holds.
+    assert_eq!(rig.tree.write_held(fh, b"yz"), Ok(1));
     assert_eq!(rig.given("slow").len(), taken);
-    // The command read: the same write goes through now.
+    // The command read: the byte, then the same write, go through now.
     assert_eq!(done(rig.tree.write(fh, 0, chunk.as_bytes())), 4096);
+    assert_eq!(rig.given("slow"), format!("y{chunk}"));
     rig.tree.release(fh);
 }
 
