@@ -1,7 +1,13 @@
 //! Processes (SPEC 6 as far as the core goes): how a command runs, exit codes, kill.
 
 use crate::common::{group_members, mount_with_a_vanished_shell, process_alive, wait_until, Mount};
+#[cfg(target_os = "linux")]
+use crate::common::{until_exists, wait_in_write, Reaper};
 use std::time::{Duration, Instant};
+
+/// Long enough for a loaded machine; an idle one needs a fraction of a second.
+#[cfg(target_os = "linux")]
+const PATIENCE: Duration = Duration::from_secs(30);
 
 #[test]
 fn a_command_runs_in_the_shell_cwd_and_environment_it_should() {
@@ -602,4 +608,134 @@ fn stop_pauses_until_cont_and_wait_waits_through_it() {
         .code()
         .is_some());
     assert_eq!(mount.read("cmd/ticker/status"), "error\n");
+}
+
+/// Starts `slow`, a command that reads its stdin (`wc -c`) once the returned file
+/// exists, and writes the quarter megabyte [`dd_into_stdin`] copies (of `x`: a shell's
+/// input must hold no NUL byte).
+#[cfg(target_os = "linux")]
+fn start_gated(mount: &Mount) -> std::path::PathBuf {
+    std::fs::write(mount.dir.path().join("xs"), vec![b'x'; 256 * 1024]).unwrap();
+    let gate = mount.dir.path().join("go");
+    std::fs::write(
+        mount.p("ctl/slow"),
+        format!("#terminalfs stdin\n{}; wc -c", until_exists(&gate)),
+    )
+    .unwrap();
+    assert!(wait_until(PATIENCE, || mount.p("cmd/slow/stdin").exists()));
+    gate
+}
+
+/// `dd` of a quarter megabyte into `cmd/<name>/stdin`, in one write, watched by
+/// `reaper`; its stderr is kept.
+#[cfg(target_os = "linux")]
+fn dd_into_stdin(mount: &Mount, name: &str, reaper: &Reaper) -> std::process::Child {
+    let source = mount.dir.path().join("xs");
+    let child = std::process::Command::new("dd")
+        .arg(format!("if={}", source.display()))
+        .arg("bs=256K")
+        .arg("count=1")
+        .arg(format!(
+            "of={}",
+            mount.p(&format!("cmd/{name}/stdin")).display()
+        ))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dd starts");
+    reaper.watch(child.id() as i32);
+    child
+}
+
+/// What a `dd` that ended said, and how many bytes it reports it wrote.
+#[cfg(target_os = "linux")]
+fn dd_result(child: std::process::Child) -> (String, u64) {
+    let out = child.wait_with_output().expect("dd is waited for");
+    assert!(
+        !out.status.success(),
+        "dd wrote a megabyte into a full pipe"
+    );
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    let copied = said
+        .lines()
+        .find_map(|line| line.split_once(" byte")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in: {said}"));
+    (said, copied)
+}
+
+/// Waits (with a deadline) until `child` has exited; whether it has.
+#[cfg(target_os = "linux")]
+fn exits_within(child: &mut std::process::Child, timeout: Duration) -> bool {
+    wait_until(timeout, || child.try_wait().expect("try_wait").is_some())
+}
+
+/// A write waiting on a full stdin holds the file's lock in the kernel, which `rm` of it
+/// needs while it holds the directory's (and every lookup in the directory needs that
+/// one). The driver answers such a write after a short hold, in part, so `rm` and the
+/// lookups behind it go through long before `--wait-timeout`; the writer then finds
+/// the input closed (EPIPE), and every byte it was told went in reaches the command.
+#[cfg(target_os = "linux")]
+#[test]
+fn rm_of_stdin_and_lookups_go_through_while_a_writer_waits_on_a_full_pipe() {
+    let mount = Mount::with_args(&["--wait-timeout", "60s"]);
+    let reaper = Reaper::default();
+    let gate = start_gated(&mount);
+    let mut writer = dd_into_stdin(&mount, "slow", &reaper);
+    assert!(wait_in_write(writer.id() as i32), "dd never wrote");
+    // Half the wait: the writer would still hold the lock if it were kept waiting.
+    let half = Duration::from_secs(30);
+    let mut rm = std::process::Command::new("rm")
+        .arg(mount.p("cmd/slow/stdin"))
+        .spawn()
+        .unwrap();
+    reaper.watch(rm.id() as i32);
+    let mut cat = std::process::Command::new("cat")
+        .arg(mount.p("cmd/slow/status"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    reaper.watch(cat.id() as i32);
+    assert!(exits_within(&mut rm, half), "rm waited for the writer");
+    assert!(
+        exits_within(&mut cat, half),
+        "a lookup waited for the writer"
+    );
+    assert!(rm.wait().unwrap().success());
+    assert!(cat.wait().unwrap().success());
+    assert!(!mount.p("cmd/slow/stdin").exists(), "stdin was not removed");
+    assert!(exits_within(&mut writer, half), "the writer still waits");
+    let (said, copied) = dd_result(writer);
+    assert!(said.contains("Broken pipe"), "{said}");
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(mount.wait("slow"), "completed\n");
+    assert_eq!(mount.read("cmd/slow/stdout").trim(), copied.to_string());
+}
+
+/// Two writers on an input the command does not read: each is answered with EAGAIN
+/// once the command has taken nothing for `--wait-timeout` (the second does not wait
+/// its own timeout after the first's), and what they were told went in arrives whole.
+#[cfg(target_os = "linux")]
+#[test]
+fn writers_on_a_stdin_nobody_reads_get_eagain_and_lose_nothing() {
+    let mount = Mount::with_args(&["--wait-timeout", "3s"]);
+    let reaper = Reaper::default();
+    let gate = start_gated(&mount);
+    let first = dd_into_stdin(&mount, "slow", &reaper);
+    let second = dd_into_stdin(&mount, "slow", &reaper);
+    let mut copied = 0;
+    for writer in [first, second] {
+        let (said, taken) = dd_result(writer);
+        assert!(said.contains("Resource temporarily unavailable"), "{said}");
+        copied += taken;
+    }
+    assert!(
+        mount.log().contains("has taken no input for 3s"),
+        "{}",
+        mount.log()
+    );
+    std::fs::write(&gate, "").unwrap();
+    mount.ok("rm $M/cmd/slow/stdin");
+    assert_eq!(mount.wait("slow"), "completed\n");
+    assert_eq!(mount.read("cmd/slow/stdout").trim(), copied.to_string());
 }

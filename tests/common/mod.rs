@@ -489,6 +489,14 @@ pub fn wait_in_read(pid: i32) -> bool {
 }
 
 #[cfg(target_os = "linux")]
+/// Waits (with a deadline) until process `pid` is blocked in write(2).
+pub fn wait_in_write(pid: i32) -> bool {
+    wait_until(Duration::from_secs(10), || {
+        in_syscall(&format!("/proc/{pid}/syscall"), libc::SYS_write)
+    })
+}
+
+#[cfg(target_os = "linux")]
 /// Reads `path` to its end on a thread; returns, once that thread is inside read(2) on
 /// the open file, a receiver for what it read.
 pub fn parked_read(path: PathBuf) -> mpsc::Receiver<std::io::Result<Vec<u8>>> {
