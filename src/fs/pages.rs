@@ -522,10 +522,12 @@ pub fn skill(site: &Site) -> String {
          no command (`su`, `script`), `xargs sh -c`, `parallel` and `source /dev/stdin` count \
          as a shell. A shell on a terminal is refused while any rule is in force.\n\
          - A write delivers what fits and returns that count (a short write: `cat`, `dd` and \
-         shells write the rest). A write that finds the input full waits up to {wait} \
-         seconds, then fails with \"Resource temporarily unavailable\", having delivered \
-         nothing of itself; a write after the command stopped fails with \
-         \"Broken pipe\".\n\n\
+         shells write the rest). A write that finds the input full waits about a second, \
+         then returns a count of 1 (that byte is delivered, in order) and the next write \
+         waits again, so `rm` of the file is never kept waiting long. Once the command \
+         has taken nothing for {wait} seconds, a write fails with \"Resource temporarily \
+         unavailable\", having delivered nothing of itself; a write after the command \
+         stopped, or after `rm` of `stdin`, fails with \"Broken pipe\".\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
          the deny list (or a bad `#terminalfs` line). The command did not run; \
