@@ -125,6 +125,9 @@ pub struct Argv {
     pub options: Vec<String>,
     pub operands: Vec<String>,
     paths: bool,
+    /// Whether the last dry-run option (`-n`, `--dry-run` or an abbreviation) is not
+    /// undone by a later `--no-dry-run` (or its abbreviation, `--no-d`).
+    dry_run: bool,
 }
 
 impl Argv {
@@ -159,10 +162,19 @@ impl Argv {
         let mut operands = Vec::new();
         let mut positions = Vec::new();
         let mut only_operands = false;
+        // Whether the last dry-run option stands: `-n` read from a word sets it, a later
+        // `--no-dry-run` (`--no-d`, as parse-options abbreviates) clears it.
+        let mut dry_run = false;
+        let mut read = 0;
         let mut index = 0;
         while index < rest.len() {
+            dry_run |= options[read..].iter().any(|o| o == "-n");
+            read = options.len();
             let word = rest[index];
             index += 1;
+            if !only_operands && is_dry_run_negation(word) {
+                dry_run = false;
+            }
             if only_operands || word == "-" || !word.starts_with('-') {
                 operands.push(word.to_owned());
                 positions.push(skipped + index - 1);
@@ -245,6 +257,7 @@ impl Argv {
                 options.push(flag);
             }
         }
+        dry_run |= options[read..].iter().any(|o| o == "-n");
         if program_name == "git push" && operands.iter().skip(1).any(|o| o.starts_with('+')) {
             options.push("-f".to_owned());
             for operand in operands.iter_mut().skip(1) {
@@ -270,9 +283,18 @@ impl Argv {
             options,
             operands,
             paths: program.paths,
+            dry_run,
         };
         Some((argv, positions))
     }
+}
+
+/// Whether `word` undoes a dry run: `--no-dry-run` or a prefix of it past `--no-`
+/// (parse-options takes `--no-d`; an ambiguous one is read as this one too).
+fn is_dry_run_negation(word: &str) -> bool {
+    word.strip_prefix("--no-")
+        .map(|rest| rest.split_once('=').map_or(rest, |(name, _)| name))
+        .is_some_and(|name| "dry-run".starts_with(name))
 }
 
 /// `command` with its relative path operands made absolute: each is joined to `dir`, the
@@ -404,11 +426,10 @@ impl ArgvPattern {
     /// names it: `git push --dry-run` (`-n`) sends nothing, so a rule about `git push`
     /// names it only when the rule itself has `-n`. A rule for all of `git` names it.
     pub fn spares(&self, command: &Argv) -> bool {
-        let dry_run = |argv: &Argv| argv.options.iter().any(|o| o == "-n");
         command.program == "git push"
-            && dry_run(command)
+            && command.dry_run
             && self.argv.program == "git push"
-            && !dry_run(&self.argv)
+            && !self.argv.dry_run
     }
 
     /// Whether the command, read option-aware, is one this pattern names. A pattern names

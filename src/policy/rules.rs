@@ -418,6 +418,13 @@ mod tests {
         ] {
             assert!(!force.matches(dry), "{dry}");
         }
+        for undone in [
+            "git push --dry-run --no-dry-run --force",
+            "git push -nf --no-d",
+            "git push --dry --no-dry origin +main",
+        ] {
+            assert!(force.matches(undone), "{undone}");
+        }
         assert!(force.matches("git push --force"));
         assert!(force.matches("git push --force -v"));
         assert!(rule("Bash(git push:*)").matches("git push --force"));

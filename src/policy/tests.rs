@@ -527,6 +527,11 @@ const DEFAULT_REFUSED: &[&str] = &[
     "git push --force-i origin main",
     "git push --fo origin main",
     "git push --force-with=main origin main",
+    // A dry run undone by a later option pushes.
+    "git push --dry-run --no-dry-run -f origin main",
+    "git push -n --no-d -f origin main",
+    "git push -nf --no-dry origin main",
+    "git push --dry --no-dry-run=x -f origin main",
     // Other ways of stopping the machine.
     "init 0",
     "/sbin/init 6",
@@ -766,6 +771,8 @@ const DEFAULT_ALLOWED: &[&str] = &[
     // A push that sends nothing.
     "git push --dry-run --force",
     "git push -nf origin main",
+    "git push --no-dry-run -n -f origin main",
+    "git push --no-d --dry -f origin main",
 ];
 
 /// A custom settings file: an exact rule, a glob, a prefix, ask rules and other tools.
