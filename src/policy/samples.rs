@@ -148,6 +148,22 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
         ("escapes", repeat("\\")),
         ("ansi-c", repeat("$'\\x")),
         (
+            "renamed programs",
+            renaming(
+                size,
+                |n| format!("hash -p /x{n} t\n"),
+                |n| format!("t {n};"),
+            ),
+        ),
+        (
+            "aliases",
+            renaming(
+                size,
+                |n| format!("alias a{n}='echo {n}'\n"),
+                |n| format!("a{} x;", n % 20000),
+            ),
+        ),
+        (
             "script",
             repeat(
                 "echo \"$(date)\" && ls -la | grep -v '^d' > out.txt 2>&1; for f in *.rs; do \
@@ -155,6 +171,26 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
             ),
         ),
     ]
+}
+
+/// A text of `size` bytes that renames names in its first quarter (`define(n)`) and uses
+/// them in the rest (`use(n)`).
+fn renaming(
+    size: usize,
+    define: impl Fn(usize) -> String,
+    use_: impl Fn(usize) -> String,
+) -> String {
+    let mut text = String::with_capacity(size + 64);
+    let mut n = 0;
+    while text.len() < size / 4 {
+        text.push_str(&define(n));
+        n += 1;
+    }
+    while text.len() < size {
+        text.push_str(&use_(n));
+        n += 1;
+    }
+    text
 }
 
 /// The shell scripts Debian packages installed on this machine: maintainer scripts under

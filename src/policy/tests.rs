@@ -360,6 +360,19 @@ const DEFAULT_REFUSED: &[&str] = &[
     "printf -v 'BASH_CMDS[t]' /usr/bin/sudo; t -i",
     "BASH_ALIASES=([t]='sudo -i'); t",
     "alias t='cat <<E'\nt\nsudo -i\nE",
+    // bash reads the words after an alias as text: after a blank, an operator or a
+    // reserved word they are a command, keywords or another alias; a pattern stays one.
+    "alias t='true;'\nt while sudo -i; do :; done",
+    "alias t='true;'\nt if sudo -i; then :; fi",
+    "alias t='true;'\nt { sudo -i; }",
+    "alias e='echo ' x='; sudo -i'\ne x",
+    "alias t=nice\nt /usr/bin/sud? -i",
+    "alias t=''\nt /usr/bin/sud? -i",
+    "hash -p /usr/bin/sud? t; t -i",
+    "hash -p /usr/bin/nice t; t /usr/bin/sud? -i",
+    // A command read while a name is not renamed (inside its own alias) is read again
+    // where the name is.
+    "alias u='t -rf /'\nalias t=u\nhash -p /bin/rm t\nt; t -rf /",
     // A value holding a substitution is checked as if it ran: arithmetic on the
     // variable expands it (`a[$(X)]` runs X).
     "x='a[$(sudo -i)]'; (( x ))",
@@ -746,6 +759,8 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "alias ls='ls -F'\nls x",
     "alias a=b b=a\na",
     "hash -p /bin/ls t; t -l",
+    "alias t=nice\nt /usr/bin/l? -l",
+    "alias t='echo;'\nt",
     // A value holding quotes inside its substitution is read, not refused.
     "declare x='$(echo \"hi\")'",
     "printf -v x '%s' \"$(date)\"",
@@ -1636,6 +1651,14 @@ fn refusals_without_a_rule_name_the_construct() {
         ("echo $(</dev/null ! x)", "reserved word '!'"),
         ("printf -v 'a[$(x \"y\")]' z", "expanded a second time"),
         ("eval ".repeat(17).as_str(), "more than 16 programs"),
+        (
+            (0..17)
+                .map(|n| format!("hash -p /x{n} t; "))
+                .collect::<String>()
+                .as_str(),
+            "more than 16 meanings",
+        ),
+        ("alias t='echo '\nt x", "ends in a blank"),
     ] {
         let Verdict::Deny { rule, reason } = f.policy.check(text.as_bytes()) else {
             panic!("{text:?} was allowed");

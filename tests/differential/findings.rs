@@ -140,6 +140,11 @@ pub const FINDINGS: &[&str] = &[
     // An alias read where it is used, with its arguments; one used inside itself.
     "shopt -s expand_aliases\nalias t='cd /; zapme'\nt x",
     "shopt -s expand_aliases\nalias zapme='zapme -x'\nzapme y",
+    // The words after an alias read as text: a keyword after one ending in `;`, another
+    // alias after one ending in a blank; a pattern in them stays one.
+    "shopt -s expand_aliases\nalias t='true;'\nt if zapme; then :; fi",
+    "shopt -s expand_aliases\nalias t='true;'\nt { zapme; }",
+    "shopt -s expand_aliases\nalias e='echo ' x='; zapme'\ne x",
     // A here-document in an alias reads its body from the lines after the use.
     "shopt -s expand_aliases\nalias t='echo; zap<<'E'\nme' u=x\nt",
 ];

@@ -887,6 +887,7 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
     }
     let generation = cx.args_generation;
     let dir_generation = cx.dir_generation;
+    let renames_generation = cx.renames_generation;
     let key = &mut cx.key;
     key.clear();
     // Every length, offset and count is at most `MAX_REPEAT_KEY`: 32 bits hold it.
@@ -906,6 +907,7 @@ fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc: bool) -> 
     };
     key.extend_from_slice(&generation.to_le_bytes());
     key.extend_from_slice(&dir_generation.to_le_bytes());
+    key.extend_from_slice(&renames_generation.to_le_bytes());
     key.push(u8::from(coproc));
     match stdin {
         Input::Inherited => key.push(0),

@@ -87,8 +87,8 @@ pub(crate) use wrappers::SHELLS;
 use grammar::Until;
 use lexer::Heredoc;
 use wrappers::{
-    code_strings, find_exec_commands, note_renames, peel, quoted, renamed, shell_run,
-    startup_file_piped, Rest, ShellRun,
+    alias_ends_a_word, code_strings, find_exec_commands, note_renames, peel, quoted,
+    quoted_but_glob, renamed, shell_run, startup_file_piped, Rest, ShellRun,
 };
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
@@ -254,6 +254,9 @@ struct Context {
     /// [`wrappers::renamed`]). Every meaning a name is given anywhere in the text counts
     /// everywhere in it: a loop may run a use after the definition below it.
     renames: Renames,
+    /// A number for `renames`, as `args_generation` is for `args`: a command read again
+    /// after a name was renamed, or while a name is not (inside its own alias), is another.
+    renames_generation: u64,
 }
 
 /// Every meaning each renamed name is given in a text.
@@ -262,6 +265,10 @@ type Renames = HashMap<String, Vec<Rename>>;
 /// How many times a text that renames names is read, each time knowing the names the
 /// readings before it found, before it is given up on.
 const MAX_RENAME_READINGS: usize = 4;
+
+/// How many meanings one name may be given in a text before it is refused: each use of
+/// the name is read once for each.
+const MAX_MEANINGS: usize = 16;
 
 /// What a name stands for once the text has renamed it.
 #[derive(Clone, PartialEq, Eq)]
@@ -292,6 +299,7 @@ impl Context {
             written: Vec::new(),
             written_seen: HashSet::new(),
             renames: Renames::new(),
+            renames_generation: 0,
         }
     }
 
@@ -391,9 +399,9 @@ impl Word {
 }
 
 /// What the commands read at a point depend on besides the text: the depth, the
-/// substitutions around it, and the generations of the positional parameters and of the
-/// directory.
-type ReadState = (usize, usize, u64, u64);
+/// substitutions around it, and the generations of the positional parameters, of the
+/// directory and of the renamed names.
+type ReadState = (usize, usize, u64, u64, u64);
 
 struct Parser<'s> {
     src: &'s [u8],
@@ -455,6 +463,8 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
         cx.key.clear();
         cx.key.extend_from_slice(&cx.args_generation.to_le_bytes());
         cx.key.extend_from_slice(&cx.dir_generation.to_le_bytes());
+        cx.key
+            .extend_from_slice(&cx.renames_generation.to_le_bytes());
         cx.key.extend_from_slice(text);
         if cx.scripts.contains(cx.key.as_slice()) {
             return;
@@ -590,8 +600,8 @@ fn emit_texts(
         scripts.extend(run.into_iter().map(|s| (s, None)));
         expand.extend(again);
         note_renames(cx, layer, depth);
-        if let Some(rename) = renamed(cx, layer) {
-            renames.push((store, start, rename));
+        if let Some(name) = renamed(cx, layer) {
+            renames.push((store, start, name.to_owned()));
         }
         // `find -exec` commands are ranges of this layer's words: nested `find`s read
         // from the one word list, not from a copy per level.
@@ -646,26 +656,46 @@ fn emit_texts(
     for value in values {
         Parser::new(&[], depth).expand_as_double_quoted(cx, value.as_bytes());
     }
-    for (store, start, meanings) in renames {
+    for (store, start, name) in renames {
+        if cx.refusal.is_some() {
+            // The text is refused whatever the name stands for.
+            break;
+        }
         // The program or text the text made this name stand for (`hash -p`, `alias`),
         // read in its place; the name is not renamed inside, as bash does not expand an
         // alias within itself.
         let layer = &stores[store][start..];
-        let name = layer[0].clone();
-        let kept = cx.renames.remove(&name);
-        for rename in meanings {
-            let size: usize = layer.iter().map(|w| w.len() + 1).sum();
+        let Some(kept) = cx.renames.remove(&name) else {
+            continue;
+        };
+        let outer_generation = cx.renames_generation;
+        let inner_generation = cx.new_generation();
+        cx.renames_generation = inner_generation;
+        let size: usize = layer.iter().map(|w| w.len() + 1).sum();
+        for rename in &kept {
+            if cx.refusal.is_some() {
+                break;
+            }
             if cx.budget < size {
                 cx.refuse(|| TOO_COMPLEX.to_owned());
-                continue;
+                break;
             }
             cx.budget -= size;
-            match &rename {
+            match rename {
                 Rename::Program(path) => {
                     let mut words = vec![path.clone()];
                     words.extend(layer[1..].iter().cloned());
-                    reads_stdin |=
-                        emit_texts(cx, &words, depth + 1, None, stdin, &Names::default());
+                    // A pattern stays one, as the path (expanded when `hash -p` ran)
+                    // and as an argument.
+                    let mut globs: Vec<String> = names.globs.clone();
+                    if path.contains(['*', '?', '[']) {
+                        globs.push(path.clone());
+                    }
+                    let names = Names {
+                        globs,
+                        dynamic: names.dynamic.clone(),
+                    };
+                    reads_stdin |= emit_texts(cx, &words, depth + 1, None, stdin, &names);
                 }
                 Rename::Alias(text) if text.replace("<<<", "").contains("<<") => {
                     // bash reads the body of a here-document in an alias from the lines
@@ -677,23 +707,43 @@ fn emit_texts(
                         )
                     });
                 }
+                Rename::Alias(text) if layer.len() > 1 && !alias_ends_a_word(text) => {
+                    // bash reads the text after the alias as it stands: after a blank an
+                    // alias is expanded, after an operator or a reserved word a keyword
+                    // is one, which the arguments read back as words would not show.
+                    cx.refuse(|| {
+                        format!(
+                            "the alias '{name}' is empty or ends in a blank, an operator or a \
+                             reserved word, so the words after it are read anew as shell text"
+                        )
+                    });
+                }
                 Rename::Alias(text) => {
                     let mut script = text.clone();
                     for word in &layer[1..] {
                         script.push(' ');
-                        script.push_str(&quoted(word));
+                        if names.globs.contains(word) {
+                            script.push_str(&quoted_but_glob(word));
+                        } else {
+                            script.push_str(&quoted(word));
+                        }
                     }
                     sub_parse(cx, script.as_bytes(), depth + 1);
                 }
             }
         }
-        if let Some(kept) = kept {
-            let meanings = cx.renames.entry(name).or_default();
+        let meanings = cx.renames.entry(name).or_default();
+        if meanings.is_empty() && cx.renames_generation == inner_generation {
+            // Nothing was renamed while the name was away: the table is as it was.
+            *meanings = kept;
+            cx.renames_generation = outer_generation;
+        } else {
             for rename in kept {
                 if !meanings.contains(&rename) {
                     meanings.push(rename);
                 }
             }
+            cx.renames_generation = cx.new_generation();
         }
     }
     for (script, args) in scripts {

@@ -204,6 +204,7 @@ impl<'s> Parser<'s> {
             self.substitutions,
             cx.args_generation,
             cx.dir_generation,
+            cx.renames_generation,
         );
         if let Some((at, end, seen_state)) = self.last_substitution {
             let seen = &self.src[at..end];

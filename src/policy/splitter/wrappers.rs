@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use super::grammar::truncated;
 use super::lexer::is_plain;
-use super::{basename, is_assignment, is_name, sub_parse, Context, Parser, Rename};
+use super::{basename, is_assignment, is_name, sub_parse, Context, Parser, Rename, MAX_MEANINGS};
 
 /// Shells: their `-c` string is split as shell text, and without a script operand they
 /// read their script from standard input.
@@ -1446,23 +1446,66 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String], depth: usize) {
     }
 }
 
-/// Notes one more meaning of `name` (see `Context::renames`).
+/// Notes one more meaning of `name` (see `Context::renames`); past [`MAX_MEANINGS`] the
+/// text is refused.
 fn give_meaning(cx: &mut Context, name: &str, rename: Rename) {
     let meanings = cx.renames.entry(name.to_owned()).or_default();
-    if !meanings.contains(&rename) {
-        meanings.push(rename);
+    if meanings.contains(&rename) {
+        return;
     }
+    if meanings.len() >= MAX_MEANINGS {
+        cx.refuse(|| {
+            format!(
+                "the name '{}' is given more than {MAX_MEANINGS} meanings (`alias`, \
+                 `hash -p`), each to be read wherever it is used",
+                truncated(name)
+            )
+        });
+        return;
+    }
+    meanings.push(rename);
+    cx.renames_generation = cx.new_generation();
 }
 
-/// What a command's name stands for after the text renamed it (`hash -p /usr/bin/X t`,
-/// `alias t='X -i'`): each program to run in its place, or shell text to read with its
-/// arguments appended (quoted). None when the name was not renamed.
-pub(super) fn renamed(cx: &Context, words: &[String]) -> Option<Vec<Rename>> {
+/// Whether a command's name was renamed by the text (`hash -p /usr/bin/X t`,
+/// `alias t='X -i'`): then the name, to read each program or text it stands for in its
+/// place (see `Context::renames`).
+pub(super) fn renamed<'w>(cx: &Context, words: &'w [String]) -> Option<&'w str> {
     let name = words.first()?;
-    if name.contains('/') {
-        return None;
+    (!name.contains('/') && cx.renames.contains_key(name)).then_some(name.as_str())
+}
+
+/// Whether an alias's value, read before the words after it, leaves them the words they
+/// were: it does not end in a blank (which makes bash expand the next word as an alias),
+/// an operator, a backslash or a reserved word (after which the next word may be a
+/// keyword).
+pub(super) fn alias_ends_a_word(value: &str) -> bool {
+    let last_word = value
+        .rsplit(|c: char| c.is_ascii_whitespace())
+        .next()
+        .unwrap_or("");
+    !value.is_empty()
+        && !value.ends_with(|c: char| c.is_ascii_whitespace() || ";&|()<>\\".contains(c))
+        && !RESERVED.contains(&last_word)
+}
+
+/// A word quoted so that shell text reads it back as it is, but for its `*`, `?`, `[` and
+/// `]`, left bare so that it stays a pattern.
+pub(super) fn quoted_but_glob(word: &str) -> String {
+    let mut out = String::with_capacity(word.len() * 2);
+    for c in word.chars() {
+        match c {
+            '*' | '?' | '[' | ']' | '/' | '.' | '-' | '_' => out.push(c),
+            c if c.is_ascii_alphanumeric() => out.push(c),
+            '\'' => out.push_str("\\'"),
+            c => {
+                out.push('\'');
+                out.push(c);
+                out.push('\'');
+            }
+        }
     }
-    cx.renames.get(name).cloned()
+    out
 }
 
 /// A word quoted so that shell text reads it back as it is.
