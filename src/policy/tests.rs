@@ -359,6 +359,17 @@ const DEFAULT_REFUSED: &[&str] = &[
     "read 'BASH_CMDS[t]' <<< /usr/bin/sudo; t -i",
     "printf -v 'BASH_CMDS[t]' /usr/bin/sudo; t -i",
     "BASH_ALIASES=([t]='sudo -i'); t",
+    // A nameref, an assigning expansion or a name kept in a variable.
+    "declare -n r=BASH_CMDS; r[t]=/usr/bin/sudo; t -i",
+    "declare -n r=BASH_ALIASES; r[t]='sudo -i'; t",
+    "x=BASH_; local -n r=${x}CMDS; r[t]=/usr/bin/sudo; t -i",
+    ": ${BASH_CMDS[t]:=/usr/bin/sudo}; t -i",
+    "x=BASH_CMDS; declare \"$x[t]=/usr/bin/sudo\"; t -i",
+    "x=BASH_; declare \"${x}CMDS[t]=/usr/bin/sudo\"; t -i",
+    "x=BASH_; printf -v \"${x}CMDS[t]\" /usr/bin/sudo; t -i",
+    "x=BASH_; read \"${x}CMDS[t]\" <<< /usr/bin/sudo; t -i",
+    "x=BASH_; read -ra \"${x}CMDS\" <<< /usr/bin/sudo; t -i",
+    "x=$'a[${BASH\\x5fCMDS[t]:=/usr/bin/sudo}]'; (( x ))",
     "alias t='cat <<E'\nt\nsudo -i\nE",
     // bash reads the words after an alias as text: after a blank, an operator or a
     // reserved word they are a command, keywords or another alias; a pattern stays one.
@@ -759,6 +770,12 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "alias ls='ls -F'\nls x",
     "alias a=b b=a\na",
     "hash -p /bin/ls t; t -l",
+    "BASH_CMDS[t]=/bin/ls; t -l",
+    "read -r -p \"$prompt\" line",
+    "read -r \"VAR_$name\"",
+    "printf -v \"out_$n\" %s x",
+    "export \"$name=1\"",
+    "export -n PATH",
     "alias t=nice\nt /usr/bin/l? -l",
     "alias t='echo;'\nt",
     // A value holding quotes inside its substitution is read, not refused.
@@ -1094,7 +1111,6 @@ fn splitter_follows_bash_quirks() {
         "echo $[ '$(x)' ]",
         // Names and values the shell expands again as subscripts.
         "printf '-va[$(x)]' y",
-        "declare -n r='a[$(x)]'",
         "declare -i 'r=a[$(x)]'",
         "[[ 1 -eq 'a[$(x)]' ]]",
         "a['a[$(x)]']=1",
@@ -1659,6 +1675,10 @@ fn refusals_without_a_rule_name_the_construct() {
             "more than 16 meanings",
         ),
         ("alias t='echo '\nt x", "ends in a blank"),
+        ("declare -n r='a[$(x)]'", "nameref"),
+        ("local -gn r", "nameref"),
+        (": ${BASH_ALIASES[t]=x}", "table of aliases"),
+        ("x=BASH_; read \"$x\"CMDS", "known only at run time"),
     ] {
         let Verdict::Deny { rule, reason } = f.policy.check(text.as_bytes()) else {
             panic!("{text:?} was allowed");

@@ -174,6 +174,7 @@ impl<'s> Parser<'s> {
         if self.depth + 1 >= MAX_DEPTH {
             give_up(cx);
         } else {
+            super::wrappers::check_table_names(cx, text);
             let mut inner = Parser::new(text, self.depth + 1);
             let mut scratch = Vec::new();
             let outer = std::mem::replace(&mut cx.unclosed, false);

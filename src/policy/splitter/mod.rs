@@ -87,8 +87,8 @@ pub(crate) use wrappers::SHELLS;
 use grammar::Until;
 use lexer::Heredoc;
 use wrappers::{
-    alias_ends_a_word, code_strings, find_exec_commands, note_renames, peel, quoted,
-    quoted_but_glob, renamed, shell_run, startup_file_piped, Rest, ShellRun,
+    alias_ends_a_word, check_table_names, code_strings, find_exec_commands, note_renames, peel,
+    quoted, quoted_but_glob, renamed, shell_run, startup_file_piped, Rest, ShellRun,
 };
 
 /// How deep substitutions, quoted strings inside them and re-parsed `sh -c` strings may nest
@@ -159,6 +159,7 @@ pub fn split(text: &str) -> Split {
         let mut cx = Context::new(allowance);
         cx.renames = renames;
         let known: usize = cx.renames.values().map(Vec::len).sum();
+        check_table_names(&mut cx, text.as_bytes());
         let mut parser = Parser::new(text.as_bytes(), 0);
         parser.parse_list(&mut cx, Until::End);
         readings += 1;
@@ -476,6 +477,7 @@ fn sub_parse(cx: &mut Context, text: &[u8], depth: usize) {
         return;
     }
     cx.budget -= text.len();
+    check_table_names(cx, text);
     let mut parser = Parser::new(text, depth);
     parser.parse_list(cx, Until::End);
 }

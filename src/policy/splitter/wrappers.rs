@@ -1412,7 +1412,23 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String], depth: usize) {
             }
         }
         "declare" | "typeset" | "local" | "export" | "readonly" => {
+            if first != "export"
+                && args
+                    .iter()
+                    .any(|a| a.starts_with('-') && a != "--" && a.contains('n'))
+            {
+                cx.refuse(|| {
+                    format!(
+                        "`{first} -n` makes a name stand for another variable (a nameref), \
+                         which is not followed"
+                    )
+                });
+            }
             for arg in args.iter().filter(|a| !a.starts_with(['-', '+'])) {
+                let name = arg.split_once('=').map_or(arg.as_str(), |(name, _)| name);
+                if first != "export" && first != "readonly" && may_name_a_table(name) {
+                    refuse_name_known_at_run_time(cx, first, arg);
+                }
                 if is_assignment(arg) || arg.split_once('=').is_some_and(|(t, _)| t.contains('[')) {
                     assignment(cx, arg, depth);
                 }
@@ -1426,6 +1442,12 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String], depth: usize) {
             }
         }
         _ => {}
+    }
+    if let Some(name) = assigned_names(first, args)
+        .into_iter()
+        .find(|n| may_name_a_table(n))
+    {
+        refuse_name_known_at_run_time(cx, first, name);
     }
     match first.as_str() {
         "read" | "printf" | "mapfile" | "readarray" | "wait" => {
@@ -1443,6 +1465,116 @@ pub(super) fn note_renames(cx: &mut Context, words: &[String], depth: usize) {
             }
         }
         _ => {}
+    }
+}
+
+/// The names of the variables `read`, `printf -v`, `mapfile` (`readarray`) and `wait -p`
+/// assign, as written.
+fn assigned_names<'a>(program: &str, args: &'a [String]) -> Vec<&'a String> {
+    // Options that take a value, and the one whose value is a name.
+    let (valued, naming, operands_are_names) = match program {
+        "read" => ("dinNptu", 'a', true),
+        "printf" => ("", 'v', false),
+        "mapfile" | "readarray" => ("dnOsuCc", '\0', true),
+        "wait" => ("", 'p', false),
+        _ => ("", '\0', false),
+    };
+    let mut names = Vec::new();
+    let mut index = 0;
+    while let Some(arg) = args.get(index) {
+        index += 1;
+        if arg == "--" {
+            break;
+        }
+        if !arg.starts_with('-') || arg.len() < 2 {
+            index -= 1;
+            break;
+        }
+        for (at, letter) in arg.char_indices().skip(1) {
+            if letter != naming && !valued.contains(letter) {
+                continue;
+            }
+            let value = if at + 1 < arg.len() {
+                Some(&arg[at + 1..])
+            } else {
+                index += 1;
+                args.get(index - 1).map(String::as_str)
+            };
+            if letter == naming {
+                names.extend(value);
+            }
+            break;
+        }
+    }
+    let operands = if operands_are_names {
+        args.get(index..).unwrap_or(&[])
+    } else {
+        &[]
+    };
+    args.iter()
+        .filter(|a| names.contains(&a.as_str()) || operands.contains(a))
+        .collect()
+}
+
+/// Whether a variable's name as written (before any `[`) is known only at run time and
+/// may be `BASH_CMDS` or `BASH_ALIASES`: what is written before its first expansion
+/// starts one of them (`$x`, `BASH_${x}`, not `VAR_$x`).
+fn may_name_a_table(name: &str) -> bool {
+    let base = name.split('[').next().unwrap_or(name);
+    base.find(['$', '`']).is_some_and(|at| {
+        let known = &base[..at];
+        "BASH_CMDS".starts_with(known) || "BASH_ALIASES".starts_with(known)
+    })
+}
+
+/// Refuses a builtin assigning a variable whose name is known only at run time
+/// (`declare "$x[t]=..."`, `printf -v "$x"`, `read "$x"`): it may be bash's table of
+/// programs or aliases.
+fn refuse_name_known_at_run_time(cx: &mut Context, program: &str, arg: &str) {
+    cx.refuse(|| {
+        format!(
+            "`{program}` assigns a variable whose name is known only at run time ('{}'), \
+             which may be bash's table of programs or aliases",
+            truncated(arg)
+        )
+    });
+}
+
+/// Refuses `text` when it names bash's table of programs or aliases (`BASH_CMDS`,
+/// `BASH_ALIASES`) other than at the start of a word followed by `[`, as an entry
+/// assigned by name is written (`BASH_CMDS[t]=PATH`, `declare BASH_ALIASES[t]=TEXT`),
+/// which is followed: a nameref to them, `${BASH_CMDS[t]:=PATH}` or their name kept in a
+/// variable would change them unseen.
+pub(super) fn check_table_names(cx: &mut Context, text: &[u8]) {
+    if cx.refusal.is_some() {
+        return;
+    }
+    let mut from = 0;
+    while let Some(at) = text[from..].iter().position(|&b| b == b'B') {
+        let at = from + at;
+        from = at + 1;
+        let rest = &text[at..];
+        let Some(table) = ["BASH_CMDS", "BASH_ALIASES"]
+            .into_iter()
+            .find(|t| rest.starts_with(t.as_bytes()))
+        else {
+            continue;
+        };
+        let word_start = at == 0 || b" \t\n;&|(`'\"".contains(&text[at - 1]);
+        if !(word_start && rest.get(table.len()) == Some(&b'[')) {
+            cx.refuse(|| {
+                format!(
+                    "it names bash's table of {} ('{table}') otherwise than to assign an \
+                     entry by name, so which program a name runs is not known",
+                    if table == "BASH_CMDS" {
+                        "programs"
+                    } else {
+                        "aliases"
+                    }
+                )
+            });
+            return;
+        }
     }
 }
 
