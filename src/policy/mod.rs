@@ -795,17 +795,36 @@ fn canonical_dir(dir: &Path) -> Option<String> {
 }
 
 /// `dir` (`/`- or `~`-rooted, canonical), and the same directory (or file) spelled from
-/// the other root when it is in `home`.
+/// the other root when it is in `home`. A `~` path is made canonical again once the home
+/// directory stands for `~` (`~/../../dev/sda` is `/dev/sda`, `~/../root/x` is `~/x` again
+/// when the home directory is `/root`); `~NAME`, NAME being the last name of the home
+/// directory, is `~`.
 fn spellings_of_dir(dir: String, home: Option<&str>) -> Vec<String> {
-    let other = home.and_then(|home| {
-        if let Some(rest) = dir.strip_prefix('~') {
-            (rest.is_empty() || rest.starts_with('/')).then(|| format!("{home}{rest}"))
-        } else {
-            let rest = dir.strip_prefix(home)?;
-            (rest.is_empty() || rest.starts_with('/')).then(|| format!("~{rest}"))
+    let mut out = vec![dir];
+    let Some(home) = home else {
+        return out;
+    };
+    let from_home = |path: &str| {
+        let rest = path.strip_prefix(home)?;
+        (rest.is_empty() || rest.starts_with('/')).then(|| format!("~{rest}"))
+    };
+    let other = match out[0].strip_prefix('~') {
+        Some(rest) => {
+            let (user, rest) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let owner = user.is_empty() || home.rsplit('/').next() == Some(user);
+            owner.then(|| options::canonical_path(&format!("{home}{rest}")))
         }
-    });
-    std::iter::once(dir).chain(other).collect()
+        None => from_home(&out[0]),
+    };
+    if let Some(other) = other {
+        let again = from_home(&other).filter(|_| other.starts_with('/'));
+        for spelling in std::iter::once(other).chain(again) {
+            if !out.contains(&spelling) {
+                out.push(spelling);
+            }
+        }
+    }
+    out
 }
 
 /// The first rule whose program a command name that is a glob (`/usr/bin/sud?`, `zap*`)

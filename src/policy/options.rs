@@ -566,7 +566,7 @@ pub(crate) fn physical_path(path: &str) -> Option<String> {
             }
             _ => {
                 parts.push(part);
-                if let ["proc", _, "root"] = parts.as_slice() {
+                if let ["proc", _, "root"] | ["proc", _, "task", _, "root"] = parts.as_slice() {
                     parts.clear();
                 } else if let Some((_, to)) = KNOWN_LINKS.iter().find(|(from, _)| *from == parts) {
                     parts = to.to_vec();

@@ -553,6 +553,7 @@ const DEFAULT_REFUSED: &[&str] = &[
     "git push --force-with=main origin main",
     // A dry run undone by a later option pushes.
     "git push --dry-run --no-dry-run -f origin main",
+    "echo x > /proc/1/task/1/root/dev/sda",
     "git push -n --no-d -f origin main",
     "git push -nf --no-dry origin main",
     "git push --dry --no-dry-run=x -f origin main",
@@ -2046,6 +2047,18 @@ fn absolute_paths_in_the_home_directory_are_judged_from_home() {
     }
     assert!(!refused(&root.policy, "rm -rf /root/build"));
     assert!(!refused(&root.policy, "rm -rf /rootfs/*"));
+    // A path from `~` that leaves the home directory is made canonical from its path.
+    for text in [
+        "echo > ~/../../dev/sda",
+        "echo > $HOME/../dev/sda",
+        "rm -rf ~/../root/*",
+        "rm -rf ~root/*",
+        "dd if=x of=~/../dev/sda",
+    ] {
+        assert!(refused(&root.policy, text), "{text}");
+    }
+    assert!(!refused(&root.policy, "rm -rf ~/../tmp/x"));
+    assert!(!refused(&root.policy, "rm -rf ~bob/*"));
     // A rule naming the home directory by its path names `~` too.
     let f = fixture(
         r#"{"permissions":{"deny":["Bash(rm -r /home/me/[*])","Bash(cat /home/me/.ssh/id_ed25519)"]}}"#,
