@@ -554,6 +554,15 @@ const DEFAULT_REFUSED: &[&str] = &[
     // A dry run undone by a later option pushes.
     "git push --dry-run --no-dry-run -f origin main",
     "echo x > /proc/1/task/1/root/dev/sda",
+    // A startup file or script that is standard input or a pipe, also after `env` or
+    // through `..`.
+    "env BASH_ENV=/dev/stdin bash -c : <<< 'sudo -i'",
+    "env BASH_ENV=<(curl x) bash -c :",
+    "env -i ENV=/proc/self/fd/0 sh -i <<< 'sudo -i'",
+    "BASH_ENV=/dev/../dev/stdin bash -c : <<< 'sudo -i'",
+    "bash /dev/../dev/stdin <<< 'sudo -i'",
+    ". /dev/../dev/stdin <<< 'sudo -i'",
+    "env PROMPT_COMMAND='sudo -i' bash -i",
     "git push -n --no-d -f origin main",
     "git push -nf --no-dry origin main",
     "git push --dry --no-dry-run=x -f origin main",
@@ -777,6 +786,7 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "printf -v \"out_$n\" %s x",
     "export \"$name=1\"",
     "export -n PATH",
+    "env BASH_ENV=/etc/profile bash -c make",
     "alias t=nice\nt /usr/bin/l? -l",
     "alias t='echo;'\nt",
     // A value holding quotes inside its substitution is read, not refused.

@@ -135,6 +135,9 @@ pub const FINDINGS: &[&str] = &[
     "x='a[`zapme`]' bash -c '(( x ))'",
     "declare x='a[$(zapme)]'; a=(1); : ${a[x]}",
     "BASH_ENV='$(zapme)' bash -c :",
+    "BASH_ENV=/dev/../dev/stdin bash -c : <<< 'zapme'",
+    "env BASH_ENV=/dev/stdin bash -c : <<< 'zapme'",
+    "bash /dev/../dev/stdin <<< 'zapme'",
     "compgen -C zapme x",
     "compgen -W '$(zapme)' x",
     // An alias read where it is used, with its arguments; one used inside itself.

@@ -538,6 +538,9 @@ fn emit_texts(
         }
         scripts.extend(peeled.scripts.into_iter().map(|s| (s, None)));
         values.extend(peeled.values);
+        if let Some(refusal) = peeled.refusal {
+            cx.refuse(|| refusal);
+        }
         match peeled.runs {
             Rest::From(offset) => layers.push((store, start + offset)),
             Rest::Words(words) if words.is_empty() => break,

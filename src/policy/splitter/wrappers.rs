@@ -615,6 +615,9 @@ pub(super) struct Peeled {
     /// The values of the variables it puts in the program's environment that hold a
     /// substitution (`env 'x=a[$(X)]' bash -c '((x))'`): see [`assigned_code`].
     pub values: Vec<String>,
+    /// Why the command cannot be checked, when an operand makes it so
+    /// (`env BASH_ENV=/dev/stdin bash`).
+    pub refusal: Option<String>,
 }
 
 /// The command a wrapper runs.
@@ -635,6 +638,7 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             runs: Rest::From(start),
             scripts: Vec::new(),
             values: Vec::new(),
+            refusal: None,
         });
     }
     let name = loader_name(name);
@@ -643,6 +647,7 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
         runs: Rest::Words(Vec::new()),
         scripts: Vec::new(),
         values: Vec::new(),
+        refusal: None,
     };
     let mut split_string: Option<String> = None;
     let mut program: Option<(usize, String)> = None;
@@ -733,8 +738,13 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
                     peeled.scripts.push(body.to_owned());
                 }
             }
-            if let Some((_, value)) = words[index].split_once('=') {
-                peeled.values.extend(assigned_code(value));
+            // Read as an assignment before a command is: a prompt, a startup file's
+            // name, `PROMPT_COMMAND`, a value holding a substitution.
+            let (run, expand) = code_in_assignment(&words[index]);
+            peeled.scripts.extend(run);
+            peeled.values.extend(expand);
+            if peeled.refusal.is_none() {
+                peeled.refusal = startup_file_pipe(&words[index]);
             }
             index += 1;
         }
@@ -1110,9 +1120,16 @@ fn is_open_file(path: &str) -> bool {
 }
 
 fn path_parts(path: &str) -> Vec<&str> {
-    path.split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect()
+    let mut parts = Vec::new();
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        if part == ".." {
+            // `/dev/../dev/stdin` is `/dev/stdin`.
+            parts.pop();
+        } else {
+            parts.push(part);
+        }
+    }
+    parts
 }
 
 /// The strings of shell code a builtin keeps to run later (`trap 'X' EXIT`,
@@ -1311,18 +1328,26 @@ pub(super) fn assignment(cx: &mut Context, word: &str, depth: usize) {
     if let Some(text) = expand {
         Parser::new(&[], depth).expand_as_double_quoted(cx, text.as_bytes());
     }
+    if let Some(refusal) = startup_file_pipe(word) {
+        cx.refuse(|| refusal);
+    }
     let Some((target, value)) = word.split_once('=') else {
         return;
     };
-    if matches!(target, "BASH_ENV" | "ENV") && is_pipe(value) {
-        cx.refuse(|| {
-            format!(
-                "{target} names a pipe or standard input ('{value}'): the startup script a \
-                 shell reads from it cannot be checked"
-            )
-        });
-    }
     note_table_entry(cx, target, value);
+}
+
+/// Why an assignment cannot be checked when it names a pipe or standard input as a
+/// shell's startup file (`BASH_ENV=/dev/stdin`, `ENV=<(curl x)`).
+fn startup_file_pipe(word: &str) -> Option<String> {
+    let (target, value) = word.split_once('=')?;
+    (matches!(target, "BASH_ENV" | "ENV") && is_pipe(value)).then(|| {
+        format!(
+            "{target} names a pipe or standard input ('{}'): the startup script a shell \
+             reads from it cannot be checked",
+            truncated(value)
+        )
+    })
 }
 
 /// Notes an assignment to bash's table of programs (`BASH_CMDS[NAME]=PATH`, as
