@@ -563,6 +563,10 @@ const DEFAULT_REFUSED: &[&str] = &[
     "bash /dev/../dev/stdin <<< 'sudo -i'",
     ". /dev/../dev/stdin <<< 'sudo -i'",
     "env PROMPT_COMMAND='sudo -i' bash -i",
+    // What `printf -v` assigns, its escapes decoded and its arguments put in.
+    "printf -v x 'a[\\x24(sudo -i)]'; (( x ))",
+    "printf -v x '%s(sudo -i)]' 'a[$'; (( x ))",
+    "printf -v x '%b' 'a[\\0044(sudo -i)]'; (( x ))",
     "git push -n --no-d -f origin main",
     "git push -nf --no-dry origin main",
     "git push --dry --no-dry-run=x -f origin main",

@@ -136,6 +136,8 @@ pub const FINDINGS: &[&str] = &[
     "declare x='a[$(zapme)]'; a=(1); : ${a[x]}",
     "BASH_ENV='$(zapme)' bash -c :",
     "BASH_ENV=/dev/../dev/stdin bash -c : <<< 'zapme'",
+    "printf -v x 'a[\\x24(zapme)]'; (( x ))",
+    "printf -v x '%s(zapme)]' 'a[$'; (( x ))",
     "env BASH_ENV=/dev/stdin bash -c : <<< 'zapme'",
     "bash /dev/../dev/stdin <<< 'zapme'",
     "compgen -C zapme x",
