@@ -412,7 +412,7 @@ impl Policy {
                     },
                 };
             }
-            if let Some((file, rule)) = written_glob_names_rule(&written, list) {
+            if let Some((file, rule)) = written_glob_names_rule(&written, list, home) {
                 return Verdict::Deny {
                     rule: Some(rule.text().to_owned()),
                     reason: format!(
@@ -710,24 +710,34 @@ fn path_candidates(form: &str, home: Option<&str>) -> Vec<Candidate> {
 fn written_glob_names_rule<'f, 'r>(
     written: &[&'f str],
     rules: &'r [Rule],
+    home: Option<&str>,
 ) -> Option<(&'f str, &'r Rule)> {
+    // A relative pattern names files in a directory not known here: judged only once
+    // made rooted (the splitter notes it joined to a rooted directory it runs in).
     let is_glob = |file: &&&str| {
-        file.contains(['*', '?', '[']) || ["+(", "@(", "!("].iter().any(|e| file.contains(e))
+        options::is_rooted(file)
+            && (file.contains(['*', '?', '['])
+                || ["+(", "@(", "!("].iter().any(|e| file.contains(e)))
     };
     let mut globs = written.iter().filter(is_glob).peekable();
     globs.peek()?;
+    // Letters are compared in either case: `shopt -s nocaseglob` may be on.
     let patterns: Vec<(&Rule, options::GlobPattern)> = rules
         .iter()
-        .filter_map(|rule| Some((rule, options::GlobPattern::new(rule.written_pattern()?))))
+        .filter_map(|rule| {
+            let pattern = rule.written_pattern()?.to_ascii_lowercase();
+            Some((rule, options::GlobPattern::new(&pattern)))
+        })
         .collect();
     for file in globs {
         let mut spellings = vec![options::canonical_path(file)];
         if file.contains("/..") || file.contains("proc/") {
             spellings.extend(options::physical_path(file));
         }
+        spellings.extend(path_spellings(file, home, false));
         let spellings: Vec<options::GlobPattern> = spellings
             .iter()
-            .map(|s| options::GlobPattern::new(s))
+            .map(|s| options::GlobPattern::new(&s.to_ascii_lowercase()))
             .collect();
         for (rule, pattern) in &patterns {
             if spellings.iter().any(|file| file.overlaps(pattern)) {

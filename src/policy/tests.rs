@@ -567,6 +567,10 @@ const DEFAULT_REFUSED: &[&str] = &[
     "printf -v x 'a[\\x24(sudo -i)]'; (( x ))",
     "printf -v x '%s(sudo -i)]' 'a[$'; (( x ))",
     "printf -v x '%b' 'a[\\0044(sudo -i)]'; (( x ))",
+    // A redirection pattern in either case, or relative to a known directory.
+    "shopt -s nocaseglob; echo x > /dev/S[D]A",
+    "cd /dev && echo x > sda",
+    "cd /dev && echo x > s[d]a",
     "git push -n --no-d -f origin main",
     "git push -nf --no-dry origin main",
     "git push --dry --no-dry-run=x -f origin main",
@@ -791,6 +795,9 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "export \"$name=1\"",
     "export -n PATH",
     "env BASH_ENV=/etc/profile bash -c make",
+    "echo x > *.log",
+    "cd /tmp && echo x > *.log",
+    "echo x > ./sd*",
     "alias t=nice\nt /usr/bin/l? -l",
     "alias t='echo;'\nt",
     // A value holding quotes inside its substitution is read, not refused.

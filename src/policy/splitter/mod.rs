@@ -84,6 +84,7 @@ mod wrappers;
 
 pub(crate) use wrappers::SHELLS;
 
+use crate::policy::options;
 use grammar::Until;
 use lexer::Heredoc;
 use wrappers::{
@@ -324,12 +325,22 @@ impl Context {
         self.generations - 1
     }
 
-    /// Notes a file a redirection opens for writing.
+    /// Notes a file a redirection opens for writing; a relative one also as seen from the
+    /// directory the command runs in, when that is rooted (`cd /dev && echo x > sda`
+    /// writes `/dev/sda`).
     fn writes(&mut self, target: &[u8]) {
-        let target = String::from_utf8_lossy(target);
-        if !self.written_seen.contains(target.as_ref()) {
-            self.written_seen.insert(target.clone().into_owned());
-            self.written.push(target.into_owned());
+        let target = String::from_utf8_lossy(target).into_owned();
+        let joined = self
+            .dir
+            .as_deref()
+            .filter(|dir| options::is_rooted(dir))
+            .filter(|_| !options::is_rooted(&target) && !target.contains(['$', '`']))
+            .and_then(|dir| options::join_path(dir, &target));
+        for file in std::iter::once(target).chain(joined) {
+            if !self.written_seen.contains(&file) {
+                self.written_seen.insert(file.clone());
+                self.written.push(file);
+            }
         }
     }
 
