@@ -534,7 +534,9 @@ pub fn skill(site: &Site) -> String {
          `{m}/cmd/<name>/reason` names the rule. A relative path given to `rm`, `chmod`, \
          `chown` or `chgrp` is judged as the path it names from where the command runs: \
          `cd / && rm -rf *` is `rm -rf /*`, and `reason` says what it was judged as. An \
-         alias or a `hash -p` name is judged as what it stands for, and a value assigned \
+         alias or a `hash -p` name is judged as what it stands for (an alias ending in a \
+         blank or `;` is refused when words follow it; namerefs and `BASH_CMDS` or \
+         `BASH_ALIASES` changed other than by `NAME[key]=` are refused), and a value assigned \
          with `$( )` or backquotes in it as if it ran (bash runs it when the variable is \
          used as a number): keep such text out of variables. Do not \
          try to get around the rule: ask the user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
