@@ -156,6 +156,14 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "programs of 16 meanings",
+            renaming(
+                size,
+                |n| format!("hash -p /x{} t\n", n % 16),
+                |n| format!("t {n};"),
+            ),
+        ),
+        (
             "aliases",
             renaming(
                 size,

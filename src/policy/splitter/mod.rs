@@ -272,6 +272,10 @@ const MAX_RENAME_READINGS: usize = 4;
 /// the name is read once for each.
 const MAX_MEANINGS: usize = 16;
 
+/// What reading a renamed name as one of its meanings costs of the budget beyond the
+/// command's size.
+const RENAME_READING_COST: usize = 64;
+
 /// What a name stands for once the text has renamed it.
 #[derive(Clone, PartialEq, Eq)]
 enum Rename {
@@ -687,7 +691,9 @@ fn emit_texts(
         let outer_generation = cx.renames_generation;
         let inner_generation = cx.new_generation();
         cx.renames_generation = inner_generation;
-        let size: usize = layer.iter().map(|w| w.len() + 1).sum();
+        // Each reading costs the command's size and a little more, so that many short
+        // uses of a name with many meanings spend the budget as their work does.
+        let size = layer.iter().map(|w| w.len() + 1).sum::<usize>() + RENAME_READING_COST;
         for rename in &kept {
             if cx.refusal.is_some() {
                 break;
