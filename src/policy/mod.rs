@@ -302,7 +302,7 @@ impl Policy {
         let text = String::from_utf8_lossy(text);
         let split = splitter::split(&text);
         let judged = judge_in_directories(&split.commands, None, self.home.as_deref());
-        self.decide(&text, &split, &judged)
+        self.decide(&text, &split, &judged, None)
     }
 
     /// The whole decision on a command's text, the one the mount makes at a close and
@@ -341,7 +341,7 @@ impl Policy {
             (Some(why), Input::Terminal(_)) if self.rule_count() > 0 => {
                 refusal(shell_on_terminal_reason(why))
             }
-            _ => self.decide(&text, &split, &judged),
+            _ => self.decide(&text, &split, &judged, self.start_dir.as_deref()),
         };
         Explained {
             verdict,
@@ -355,7 +355,15 @@ impl Policy {
 
     /// The rules' verdict on `text`, split into `split`, whose commands have the judged
     /// spellings `judged` too.
-    fn decide(&self, text: &str, split: &Split, judged: &[Vec<Candidate>]) -> Verdict {
+    /// Files written relative to the directory the text starts in are judged from `start`
+    /// when it is given.
+    fn decide(
+        &self,
+        text: &str,
+        split: &Split,
+        judged: &[Vec<Candidate>],
+        start: Option<&str>,
+    ) -> Verdict {
         let rules = self.rules();
         let commands = &split.commands;
         let mut candidates = vec![Candidate::new(text)];
@@ -371,7 +379,17 @@ impl Policy {
         // After the spellings as written, so a rule that matches both is reported plainly.
         candidates.extend(judged.iter().flatten().cloned());
         let home = self.home.as_deref();
+        let from_start: Vec<String> = match start {
+            Some(start) => split
+                .written
+                .iter()
+                .filter(|file| !options::is_rooted(file) && !file.contains(['$', '`']))
+                .filter_map(|file| options::join_path(start, file))
+                .collect(),
+            None => Vec::new(),
+        };
         let mut written: Vec<&str> = split.written.iter().map(String::as_str).collect();
+        written.extend(from_start.iter().map(String::as_str));
         for command in commands {
             for form in &command.forms {
                 written.extend(dd_output(form));
@@ -740,7 +758,7 @@ fn written_glob_names_rule<'f, 'r>(
             .map(|s| options::GlobPattern::new(&s.to_ascii_lowercase()))
             .collect();
         for (rule, pattern) in &patterns {
-            if spellings.iter().any(|file| file.overlaps(pattern)) {
+            if spellings.iter().any(|file| file.path_overlaps(pattern)) {
                 return Some((file, rule));
             }
         }

@@ -579,13 +579,14 @@ pub(crate) fn physical_path(path: &str) -> Option<String> {
 }
 
 /// Whether two glob patterns (`*`, `?`, `[...]`) could match the same text: a redirection
-/// to `/dev/s[d]a` and a rule for `/dev/sd*`. A `*` is taken to cross `/` in both, and a
+/// to `/dev/s[d]a` and a rule for `/dev/sd*`. A `*` stops at `/` in the first, as bash's
+/// pathname expansion does, and is taken to cross it in the rule's; a
 /// form the reader does not know (`[[:alpha:]]`, `@(...)`) matches anything, so the
 /// answer errs towards yes. A pattern longer than a path may be (4096 bytes) names no
 /// file: a redirection to it fails.
 #[cfg(test)]
 fn globs_overlap(a: &str, b: &str) -> bool {
-    GlobPattern::new(a).overlaps(&GlobPattern::new(b))
+    GlobPattern::new(a).path_overlaps(&GlobPattern::new(b))
 }
 
 /// A glob pattern read once, to be compared with many ([`GlobPattern::overlaps`]).
@@ -609,13 +610,14 @@ impl GlobPattern {
         }
     }
 
-    /// Whether some text matches both patterns (see [`globs_overlap`]).
-    pub(crate) fn overlaps(&self, other: &GlobPattern) -> bool {
-        !self.too_long && !other.too_long && tokens_overlap(&self.tokens, &other.tokens)
+    /// Whether some text matches both a path bash expands (`self`), whose `*` stops at a
+    /// `/` as bash's does, and a rule's pattern, whose `*` is taken to cross `/`.
+    pub(crate) fn path_overlaps(&self, rule: &GlobPattern) -> bool {
+        !self.too_long && !rule.too_long && tokens_overlap(&self.tokens, &rule.tokens, true)
     }
 }
 
-fn tokens_overlap(a: &[GlobToken], b: &[GlobToken]) -> bool {
+fn tokens_overlap(a: &[GlobToken], b: &[GlobToken], a_star_in_a_name: bool) -> bool {
     // Most pairs differ in their literal starts: no search for them.
     let literal = |t: &GlobToken| matches!(t, GlobToken::Byte(_));
     let differ = a
@@ -637,7 +639,8 @@ fn tokens_overlap(a: &[GlobToken], b: &[GlobToken]) -> bool {
             (None, None) => return true,
             (Some(GlobToken::Star), _) => {
                 stack.push((i + 1, j));
-                if j < b.len() {
+                let crosses = matches!(b.get(j), Some(GlobToken::Byte(b'/')));
+                if j < b.len() && !(a_star_in_a_name && crosses) {
                     stack.push((i, j + 1));
                 }
             }
@@ -940,7 +943,8 @@ mod tests {
             ("/dev/@(x|sda)", "/dev/sd*"),
             ("/dev/sda", "/dev/sda"),
             ("/dev/[]s]da", "/dev/sd*"),
-            ("*", "/dev/sd*"),
+            ("/*/sda", "/dev/sd*"),
+            ("/d*/sd?", "/dev/sd*"),
         ] {
             assert!(globs_overlap(a, b), "{a} {b}");
         }
@@ -950,6 +954,10 @@ mod tests {
             ("/tmp/*.log", "/dev/sd*"),
             ("/dev/s[a-c]a", "/dev/sd*"),
             ("/dev/sda?", "/dev/sda"),
+            // bash's `*` does not match a `/`.
+            ("*", "/dev/sd*"),
+            ("/*", "/dev/sd*"),
+            ("/*.log", "/dev/sd*"),
         ] {
             assert!(!globs_overlap(a, b), "{a} {b}");
         }

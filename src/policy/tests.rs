@@ -798,6 +798,7 @@ const DEFAULT_ALLOWED: &[&str] = &[
     "echo x > *.log",
     "cd /tmp && echo x > *.log",
     "echo x > ./sd*",
+    "cd / && echo x > *.log",
     "alias t=nice\nt /usr/bin/l? -l",
     "alias t='echo;'\nt",
     // A value holding quotes inside its substitution is read, not refused.
@@ -2113,6 +2114,24 @@ fn a_redirection_to_a_glob_names_the_rule_it_could_meet() {
 }
 
 /// The default settings judging commands that start in `start`, with `/home/me` home.
+#[test]
+fn a_relative_file_written_is_judged_from_where_the_text_starts() {
+    let refused_in = |start: &str, text: &str| {
+        !default_in(start)
+            .policy
+            .explain(text.as_bytes())
+            .verdict
+            .is_allowed()
+    };
+    assert!(refused_in("/dev", "echo x > sda"));
+    assert!(refused_in("/dev", "echo x >> s[d]a"));
+    assert!(refused_in("/", "cd dev && echo x > sda"));
+    assert!(refused_in("/", "cd /dev && echo x > sda"));
+    assert!(!refused_in("/", "echo x > *.log"));
+    assert!(!refused_in("/", "echo x > sda"));
+    assert!(!refused_in("/dev", "cd /tmp && echo x > sda"));
+}
+
 fn default_in(start: &str) -> Fixture {
     let f = default_fixture();
     Fixture {

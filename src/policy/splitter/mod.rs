@@ -138,8 +138,9 @@ pub struct Split {
     /// policy refuses the text with it, and [`Split::commands`] ends where it was found.
     pub refusal: Option<String>,
     /// The files redirections open for writing (`> f`, `>> f`, `>| f`, `&> f`, `<> f`),
-    /// as written after quote removal, each once, in order of appearance. A redirection
-    /// duplicating a descriptor (`2>&1`) names none.
+    /// as written after quote removal (a relative one joined to the directory it is
+    /// written in when a `cd` made that known), each once, in order of appearance. A
+    /// redirection duplicating a descriptor (`2>&1`) names none.
     pub written: Vec<String>,
 }
 
@@ -329,22 +330,21 @@ impl Context {
         self.generations - 1
     }
 
-    /// Notes a file a redirection opens for writing; a relative one also as seen from the
-    /// directory the command runs in, when that is rooted (`cd /dev && echo x > sda`
-    /// writes `/dev/sda`).
+    /// Notes a file a redirection opens for writing; a relative one as seen from the
+    /// directory the command runs in, when that is known (`cd /dev && echo x > sda`
+    /// writes `/dev/sda`; after `cd dev` it writes `dev/sda` from where the text starts).
     fn writes(&mut self, target: &[u8]) {
         let target = String::from_utf8_lossy(target).into_owned();
         let joined = self
             .dir
             .as_deref()
-            .filter(|dir| options::is_rooted(dir))
+            .filter(|&dir| dir != ".")
             .filter(|_| !options::is_rooted(&target) && !target.contains(['$', '`']))
             .and_then(|dir| options::join_path(dir, &target));
-        for file in std::iter::once(target).chain(joined) {
-            if !self.written_seen.contains(&file) {
-                self.written_seen.insert(file.clone());
-                self.written.push(file);
-            }
+        let file = joined.unwrap_or(target);
+        if !self.written_seen.contains(&file) {
+            self.written_seen.insert(file.clone());
+            self.written.push(file);
         }
     }
 
