@@ -377,6 +377,10 @@ const DEFAULT_REFUSED: &[&str] = &[
     "alias t='true;'\nt if sudo -i; then :; fi",
     "alias t='true;'\nt { sudo -i; }",
     "alias e='echo ' x='; sudo -i'\ne x",
+    // An alias whose quote the text after it closes.
+    "alias t=\"eval '\"\nt sudo -i'",
+    "alias t='eval \"'\nt sudo -i\"",
+    "alias t=\"echo '\"\nt x'; sudo -i; echo '",
     "alias t=nice\nt /usr/bin/sud? -i",
     "alias t=''\nt /usr/bin/sud? -i",
     "hash -p /usr/bin/sud? t; t -i",
