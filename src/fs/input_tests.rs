@@ -83,9 +83,10 @@ fn a_full_pipe_makes_the_write_wait_and_nothing_is_lost() {
         }
     };
     assert_eq!(pending, rig.fake.job("slow").id());
-    // Held as long as the adapter holds a write, it is answered in part: one byte,
-    // which goes in after what the pipe holds.
-    assert_eq!(rig.tree.write_held(fh, b"yz"), Ok(1));
+    // Held as long as the adapter holds a write, it is answered in part: one byte of
+    // a write longer than a pipe takes whole, which goes in after what the pipe holds.
+    let long = format!("y{chunk}");
+    assert_eq!(rig.tree.write_held(fh, long.as_bytes()), Ok(1));
     assert_eq!(rig.given("slow").len(), taken);
     // The command read: the byte, then the same write, go through now.
     assert_eq!(done(rig.tree.write(fh, 0, chunk.as_bytes())), 4096);

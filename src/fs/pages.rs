@@ -523,8 +523,9 @@ pub fn skill(site: &Site) -> String {
          as a shell. A shell on a terminal is refused while any rule is in force.\n\
          - A write delivers what fits and returns that count (a short write: `cat`, `dd` and \
          shells write the rest). A write that finds the input full waits about a second, \
-         then returns a count of 1 (that byte is delivered, in order) and the next write \
-         waits again, so `rm` of the file is never kept waiting long. Once the command \
+         then is taken whole if it is 4 KiB or less, else returns a count of 1 (what is \
+         taken is delivered, in order) and the next write waits again, so `rm` of the \
+         file is never kept waiting long. Once the command \
          has taken nothing for {wait} seconds, a write fails with \"Resource temporarily \
          unavailable\", having delivered nothing of itself; a write after the command \
          stopped, or after `rm` of `stdin`, fails with \"Broken pipe\".\n\n\

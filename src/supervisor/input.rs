@@ -179,32 +179,38 @@ impl Input {
 
     /// A raw write that has waited for room as long as a write is held: takes what
     /// fits now, else, unless the command has taken nothing for `patience` (or the
-    /// backlog is at its bound), the first byte of `data` alone, into the backlog, so
-    /// that its writer gets a short count and lets go of the file. `Full` otherwise.
+    /// backlog is at its bound), part of `data` into the backlog, so that its writer
+    /// gets a count and lets go of the file: the whole write when a pipe would take it
+    /// whole (`PIPE_BUF` bytes or fewer, so that writers sharing the input do not mix
+    /// within such a write, as a pipe guarantees), else its first byte alone (the
+    /// writer comes back for the rest). `Full` otherwise.
     pub fn lean(&self, data: &[u8], patience: Duration) -> Result<usize, InputError> {
         match self.write(data) {
             Err(InputError::Full) => {}
             taken => return taken,
         }
         let mut descriptor = self.descriptor.lock();
-        let first = match data.first() {
-            Some(&first)
-                if !Self::stalled(&descriptor, patience)
-                    && descriptor.backlog.len() < MAX_BACKLOG =>
-            {
-                first
-            }
-            _ => return Err(self.full(&mut descriptor)),
+        let whole = data.len() <= libc::PIPE_BUF;
+        let part = if whole {
+            data
+        } else {
+            &data[..1.min(data.len())]
         };
+        if part.is_empty()
+            || Self::stalled(&descriptor, patience)
+            || descriptor.backlog.len() + part.len() > MAX_BACKLOG
+        {
+            return Err(self.full(&mut descriptor));
+        }
         // Between the two locks the command may have read, or the input closed: the
-        // byte goes after what waits, and only while the input still takes bytes.
+        // bytes go after what waits, and only while the input still takes bytes.
         self.flush_locked(&mut descriptor)?;
-        descriptor.backlog.push(first);
+        descriptor.backlog.extend_from_slice(part);
         self.flush_locked(&mut descriptor)?;
         if !descriptor.backlog.is_empty() {
             self.wait_for_room(&descriptor);
         }
-        Ok(1)
+        Ok(part.len())
     }
 
     /// Sends a write to `keys`: encoded whole, in the terminal's current key modes, and
@@ -290,8 +296,17 @@ impl Input {
     fn flush_locked(&self, descriptor: &mut Descriptor) -> Result<(), InputError> {
         if !descriptor.backlog.is_empty() {
             let backlog = std::mem::take(&mut descriptor.backlog);
-            let written = write_some(descriptor, &backlog)?;
-            descriptor.backlog = backlog[written..].to_vec();
+            match write_some(descriptor, &backlog) {
+                Ok(written) => descriptor.backlog = backlog[written..].to_vec(),
+                // Bytes writers were told were written wait while a reader may come
+                // for them; none will once the input is gone.
+                Err(error) => {
+                    if !descriptor.gone {
+                        descriptor.backlog = backlog;
+                    }
+                    return Err(error);
+                }
+            }
         }
         if descriptor.closed && descriptor.backlog.is_empty() {
             if let (Some(watch), Some(fd)) = (&self.watch, &descriptor.fd) {
@@ -449,7 +464,8 @@ mod tests {
         // A held write is answered in part, one byte at a time, in order behind the
         // ones before; a fresh write still waits behind them.
         let patience = Duration::from_secs(3600);
-        assert_eq!(input.lean(b"ab", patience), Ok(1));
+        let long = vec![b'a'; libc::PIPE_BUF + 1];
+        assert_eq!(input.lean(&long, patience), Ok(1));
         assert_eq!(input.lean(b"b", patience), Ok(1));
         assert_eq!(input.write(b"c"), Err(InputError::Full));
         assert_eq!(input.lean(b"", patience), Err(InputError::Full));
@@ -471,6 +487,25 @@ mod tests {
             unsafe { libc::read(read.as_raw_fd(), buf.as_mut_ptr().cast(), 4) },
             0
         );
+    }
+
+    #[test]
+    fn a_held_write_a_pipe_takes_whole_is_taken_whole() {
+        let (read, write) = pipe();
+        let input = Input::pipe(write, None);
+        let taken = fill(&input);
+        // Two writers of a line each, their writes held: neither line is split, so
+        // they cannot mix, whichever comes back first.
+        let patience = Duration::from_secs(3600);
+        assert_eq!(input.lean(b"AAAA\n", patience), Ok(5));
+        assert_eq!(input.lean(b"BBBB\n", patience), Ok(5));
+        let line = vec![b'c'; libc::PIPE_BUF];
+        assert_eq!(input.lean(&line, patience), Ok(libc::PIPE_BUF));
+        let mut got = read_all(&read);
+        input.flush();
+        got.extend(read_all(&read));
+        assert_eq!(got.len(), taken + 10 + libc::PIPE_BUF);
+        assert!(got[taken..].starts_with(b"AAAA\nBBBB\nccc"));
     }
 
     #[test]
