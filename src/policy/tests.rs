@@ -1909,6 +1909,42 @@ fn dirs(text: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+#[test]
+fn a_command_read_again_where_its_directory_and_arguments_are_back_is_listed_once() {
+    // The script inside changed the directory (a name known only at run time may be
+    // a `cd`) or the positional parameters, and they were put back after it.
+    assert_eq!(split("echo `$x`; echo `$x`").commands.len(), 2);
+    assert_eq!(split("echo $(cd /tmp); echo $(cd /tmp)").commands.len(), 2);
+    assert_eq!(split("sh -c 'x $1' a; sh -c 'x $1' a").commands.len(), 2);
+    // Escaped backquotes nest a script in each, read once however often repeated.
+    let escaped = |times: usize| split(&"`\\`\\\\\\`".repeat(times)).commands.len();
+    assert_eq!(escaped(1000), escaped(2));
+    // In another directory it is another command.
+    assert_eq!(split("echo `$x`; cd /; echo `$x`").commands.len(), 5);
+}
+
+#[test]
+fn a_repeated_cd_leads_where_it_led_from_the_same_directory() {
+    let dir = |text: &str| dirs(text).last().and_then(|(_, dir)| dir.clone());
+    assert_eq!(dir("cd /; cd /; x").as_deref(), Some("/"));
+    assert_eq!(dir("cd a; cd a; x").as_deref(), Some("a/a"));
+    assert_eq!(dir("cd ..; cd ..; x").as_deref(), Some("../.."));
+    assert_eq!(dir("cd $d; cd /a; cd /a; x").as_deref(), Some("/a"));
+    assert_eq!(dir("cd $d; cd a; cd a; x"), None);
+    // The directory put back after a substitution, and the same `cd` from it again
+    // (listed once, as a command read again).
+    assert_eq!(
+        dirs("echo $(cd /a; y); cd /a; x"),
+        [
+            ("cd /a", Some(".")),
+            ("y", Some("/a")),
+            ("echo $(...)", Some(".")),
+            ("x", Some("/a")),
+        ]
+        .map(|(form, dir)| (form.to_owned(), dir.map(str::to_owned)))
+    );
+}
+
 /// The directory the simple command of `text` spelled `command` runs in.
 fn dir_of(text: &str, command: &str) -> Option<String> {
     let found = dirs(text);
