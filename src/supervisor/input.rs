@@ -41,6 +41,10 @@ pub enum Stdin {
 /// The most bytes waiting for a terminal to take them.
 const MAX_BACKLOG: usize = 256 * 1024;
 
+/// The longest held write taken whole into the backlog: Linux's `PIPE_BUF`, written out
+/// so that the README's 4 KiB holds where `PIPE_BUF` is smaller (512 on macOS).
+const WHOLE_MAX: usize = 4096;
+
 /// Why `keys` fails for a command that has no terminal.
 pub const KEYS_NEED_A_TERMINAL: &str =
     "keys need a terminal: start the command with '#terminalfs tty'";
@@ -180,17 +184,17 @@ impl Input {
     /// A raw write that has waited for room as long as a write is held: takes what
     /// fits now, else, unless the command has taken nothing for `patience` (or the
     /// backlog is at its bound), part of `data` into the backlog, so that its writer
-    /// gets a count and lets go of the file: the whole write when a pipe would take it
-    /// whole (`PIPE_BUF` bytes or fewer, so that writers sharing the input do not mix
-    /// within such a write, as a pipe guarantees), else its first byte alone (the
-    /// writer comes back for the rest). `Full` otherwise.
+    /// gets a count and lets go of the file: the whole write when it is [`WHOLE_MAX`]
+    /// bytes or fewer (so that writers sharing the input do not mix within such a
+    /// write, as a Linux pipe promises up to `PIPE_BUF`), else its first byte alone
+    /// (the writer comes back for the rest). `Full` otherwise.
     pub fn lean(&self, data: &[u8], patience: Duration) -> Result<usize, InputError> {
         match self.write(data) {
             Err(InputError::Full) => {}
             taken => return taken,
         }
         let mut descriptor = self.descriptor.lock();
-        let whole = data.len() <= libc::PIPE_BUF;
+        let whole = data.len() <= WHOLE_MAX;
         let part = if whole {
             data
         } else {
@@ -299,7 +303,9 @@ impl Input {
             match write_some(descriptor, &backlog) {
                 Ok(written) => descriptor.backlog = backlog[written..].to_vec(),
                 // Bytes writers were told were written wait while a reader may come
-                // for them; none will once the input is gone.
+                // for them; none will once the input is gone. (`write_some` fails only
+                // then, or with the descriptor dropped, which waits for an empty
+                // backlog: this keeps them should another failure ever come.)
                 Err(error) => {
                     if !descriptor.gone {
                         descriptor.backlog = backlog;
@@ -464,7 +470,7 @@ mod tests {
         // A held write is answered in part, one byte at a time, in order behind the
         // ones before; a fresh write still waits behind them.
         let patience = Duration::from_secs(3600);
-        let long = vec![b'a'; libc::PIPE_BUF + 1];
+        let long = vec![b'a'; WHOLE_MAX + 1];
         assert_eq!(input.lean(&long, patience), Ok(1));
         assert_eq!(input.lean(b"b", patience), Ok(1));
         assert_eq!(input.write(b"c"), Err(InputError::Full));
@@ -499,12 +505,12 @@ mod tests {
         let patience = Duration::from_secs(3600);
         assert_eq!(input.lean(b"AAAA\n", patience), Ok(5));
         assert_eq!(input.lean(b"BBBB\n", patience), Ok(5));
-        let line = vec![b'c'; libc::PIPE_BUF];
-        assert_eq!(input.lean(&line, patience), Ok(libc::PIPE_BUF));
+        let line = vec![b'c'; WHOLE_MAX];
+        assert_eq!(input.lean(&line, patience), Ok(WHOLE_MAX));
         let mut got = read_all(&read);
         input.flush();
         got.extend(read_all(&read));
-        assert_eq!(got.len(), taken + 10 + libc::PIPE_BUF);
+        assert_eq!(got.len(), taken + 10 + WHOLE_MAX);
         assert!(got[taken..].starts_with(b"AAAA\nBBBB\nccc"));
     }
 
