@@ -488,13 +488,8 @@ fn time_limits_from_the_flag_and_from_directives() {
         "{elapsed:?}"
     );
     assert_eq!(mount.read("cmd/slow/exitcode"), "143\n");
-    let reason = mount.read("cmd/slow/reason");
-    assert!(
-        reason.contains("timed out") && reason.contains("2s"),
-        "{reason}"
-    );
+    timed_out_at(&mount, "slow", "2s");
     let slow = result(&mount, "slow");
-    assert_eq!(slow["timed_out"], true);
     assert_eq!(slow["killed"], true);
     assert!(slow["reason"].as_str().unwrap().contains("timed out"));
 
@@ -502,12 +497,7 @@ fn time_limits_from_the_flag_and_from_directives() {
     // and its setsid'd descendant goes too.
     assert_eq!(mount.wait("stubborn"), "error\n");
     assert_eq!(mount.read("cmd/stubborn/exitcode"), "137\n");
-    let reason = mount.read("cmd/stubborn/reason");
-    assert!(
-        reason.contains("timed out") && reason.contains("1s"),
-        "{reason}"
-    );
-    assert_eq!(result(&mount, "stubborn")["timed_out"], true);
+    timed_out_at(&mount, "stubborn", "1s");
     if contained {
         assert!(
             gone_within(escaped, Duration::from_secs(5)),
@@ -518,12 +508,17 @@ fn time_limits_from_the_flag_and_from_directives() {
 
     assert_eq!(mount.wait("longer"), "error\n");
     assert_eq!(mount.read("cmd/longer/stdout"), "");
-    let reason = mount.read("cmd/longer/reason");
+    timed_out_at(&mount, "longer", "2s");
+}
+
+/// `name`'s reason says it timed out at `limit`, and its result that it timed out.
+fn timed_out_at(mount: &Mount, name: &str, limit: &str) {
+    let reason = mount.read(&format!("cmd/{name}/reason"));
     assert!(
-        reason.contains("timed out") && reason.contains("2s"),
+        reason.contains("timed out") && reason.contains(limit),
         "{reason}"
     );
-    assert_eq!(result(&mount, "longer")["timed_out"], true);
+    assert_eq!(result(mount, name)["timed_out"], true);
 }
 
 /// No limit is the absence of one: a limit of zero, which would stop every command as it

@@ -248,7 +248,7 @@ impl Tree {
     }
 
     /// Appends a decision to the audit log; a failure goes to the log, not the user.
-    fn record(
+    pub(super) fn record(
         &self,
         decision: &str,
         name: &str,

@@ -4,7 +4,6 @@
 //! park and try again; the adapter holds it only a short while, then tries it once more
 //! as [`Attempt::Held`], which answers it without waiting (see [`Input::lean`]).
 
-use super::effects::{Effect, Effects};
 use super::types::{Error, FsResult, Write, MAX_COMMAND};
 use super::Tree;
 use crate::policy::{check_shell_input, Verdict};
@@ -149,15 +148,7 @@ impl Tree {
         whole.extend_from_slice(data);
         match check_shell_input(&self.policy, &whole) {
             Verdict::Deny { rule, reason } => {
-                let mut effects = Effects::default();
-                effects.push(Effect::Audit {
-                    decision: "denied",
-                    name: format!("{name}/stdin"),
-                    text: data.into(),
-                    rule,
-                    reason: Some(reason.clone()),
-                });
-                self.perform(effects);
+                self.record_stdin_refusal(name, data, rule.as_deref(), &reason);
                 Some((libc::EPERM, format!("not delivered: {reason}")))
             }
             Verdict::Allow => None,
@@ -184,6 +175,11 @@ impl Tree {
         }
     }
 
+    /// Audits a refusal of what a shell on `name`'s stdin was to be given.
+    fn record_stdin_refusal(&self, name: &str, text: &[u8], rule: Option<&str>, reason: &str) {
+        self.record("denied", &format!("{name}/stdin"), text, rule, Some(reason));
+    }
+
     /// `rm cmd/<name>/stdin`: closes a pipe so the command reads end of file. A
     /// terminal is not closed this way (EPERM).
     ///
@@ -206,15 +202,7 @@ impl Tree {
         let given = script.map(Mutex::lock);
         if let Some(given) = &given {
             if let Verdict::Deny { rule, reason } = check_shell_input(&self.policy, given) {
-                let mut effects = Effects::default();
-                effects.push(Effect::Audit {
-                    decision: "denied",
-                    name: format!("{name}/stdin"),
-                    text: given.as_slice().into(),
-                    rule,
-                    reason: Some(reason.clone()),
-                });
-                self.perform(effects);
+                self.record_stdin_refusal(name, given, rule.as_deref(), &reason);
                 return Err(input_error(
                     name,
                     "stdin",
