@@ -655,17 +655,14 @@ impl Tree {
                 Asked::Signal(signal) => self.spawner.signal(job, *signal),
                 Asked::Stop => self.spawner.kill(job, kill::KILLED_BY_A_WRITE),
                 Asked::Unknown(word) => {
-                    crate::log::info(&if job.is_running() {
-                        format!(
-                            "cmd/{name}/kill: {word} is no signal name; stopping the command \
-                             (TERM, then KILL after the grace)"
-                        )
+                    let what = if job.is_running() {
+                        "stopping the command (TERM, then KILL after the grace)"
                     } else {
-                        format!(
-                            "cmd/{name}/kill: {word} is no signal name; the command has \
-                             stopped already"
-                        )
-                    });
+                        "the command has stopped already"
+                    };
+                    crate::log::info(&format!(
+                        "cmd/{name}/kill: {word} is no signal name; {what}"
+                    ));
                     self.spawner.kill(job, &asked.reason());
                 }
             }
