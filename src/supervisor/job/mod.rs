@@ -1,0 +1,578 @@
+//! One command's life as the supervisor sees it: where it is in its [`Life`] (each
+//! stage carrying its own facts, from which `result.json`'s are read), and its captured
+//! output (on disk, see [`crate::spool`]). All of it sits behind
+//! one lock per job; the pump holds it only to append a chunk or record an exit, readers
+//! only to copy bytes out.
+//!
+//! The job's record (everything but its output) is saved next to its output when it
+//! starts, when its shell stops and when its output ends, so a restarted driver can
+//! bring it back with [`Job::restore`].
+
+mod life;
+mod record;
+#[cfg(test)]
+mod tests;
+
+use crate::spool::{Capture, Extent, Held, Store};
+use crate::supervisor::cgroup::CommandCgroup;
+use crate::supervisor::input::Input;
+use crate::supervisor::terminal::{Screen, TerminalSize};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+pub use crate::spool::Stream;
+pub use life::*;
+use record::KeptScreen;
+pub use record::Launch;
+
+/// Where the record keeps when stdout and stderr last grew, in milliseconds since the
+/// epoch (null: not since the job was made or restored without them).
+const STDOUT_GREW_KEY: &str = "stdout_grew_at_ms";
+const STDERR_GREW_KEY: &str = "stderr_grew_at_ms";
+
+/// A copy of everything about a job except its output bytes.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot {
+    pub life: Life,
+    pub stdout: StreamBytes,
+    pub stderr: StreamBytes,
+    pub output: StreamBytes,
+    /// How the command is contained: `cgroup <path>` or `process group`.
+    pub containment: String,
+    /// Its shell and working directory; None for a command an earlier version ran
+    /// and recorded without them.
+    pub launch: Option<Launch>,
+    /// The memory limit in bytes, if any.
+    pub memory_limit: Option<u64>,
+    /// For a command on a terminal: its size and the cursor (row, column from 0).
+    pub terminal: Option<(TerminalSize, (u16, u16))>,
+}
+
+struct State {
+    life: Life,
+    capture: Capture,
+    open_pipes: u8,
+    kill_grace: Duration,
+    /// STOPs and CONTs the driver has sent (see [`Job::pauses_sent`]).
+    pauses_sent: u64,
+    /// Its pauses and resumes, for `/events`.
+    turns: Turns,
+}
+
+pub struct Job {
+    id: u64,
+    name: String,
+    state: Mutex<State>,
+    cgroup: Option<CommandCgroup>,
+    containment: String,
+    /// None only for a command an earlier version ran and recorded without it.
+    launch: Option<Launch>,
+    /// (bytes, enforced as an address-space rlimit rather than by the cgroup)
+    memory: Option<(u64, bool)>,
+    /// Its stdin pipe or terminal, when it has one.
+    input: Option<Input>,
+    /// For a command on a terminal that an earlier driver ran: its last screen.
+    kept_screen: Option<KeptScreen>,
+}
+
+impl Job {
+    /// A job that runs with `config`'s shell, working directory and kill grace.
+    pub(crate) fn new(
+        id: u64,
+        capture: Capture,
+        config: &super::SupervisorConfig,
+        cgroup: Option<CommandCgroup>,
+        containment: String,
+        memory: Option<(u64, bool)>,
+        input: Option<Input>,
+    ) -> Job {
+        // A terminal is stdout and stderr at once: one stream to read, not two.
+        let open_pipes = if input.as_ref().is_some_and(Input::is_terminal) {
+            1
+        } else {
+            2
+        };
+        Job {
+            id,
+            name: capture.name().to_string(),
+            cgroup,
+            containment,
+            launch: Some(Launch {
+                shell: config.shell.clone(),
+                cwd: config.cwd.clone(),
+            }),
+            memory,
+            input,
+            kept_screen: None,
+            state: Mutex::new(State {
+                life: Life::Starting,
+                capture,
+                // The pipes exist from the start; the pump counts them closed.
+                open_pipes,
+                kill_grace: config.kill_grace,
+                pauses_sent: 0,
+                turns: Turns::default(),
+            }),
+        }
+    }
+
+    /// The screen as it reads now, for a job on a terminal (live or restored).
+    fn kept_screen_now(&self) -> Option<KeptScreen> {
+        match &self.input {
+            Some(input) if input.is_terminal() => {
+                let (size, cursor) = input.terminal_state()?;
+                Some(KeptScreen {
+                    size,
+                    cursor,
+                    text: input.screen_text()?,
+                })
+            }
+            _ => self.kept_screen.clone(),
+        }
+    }
+
+    /// Whether the command ran on a terminal (it has a `screen`).
+    pub fn is_terminal(&self) -> bool {
+        self.input.as_ref().is_some_and(Input::is_terminal) || self.kept_screen.is_some()
+    }
+
+    /// The terminal's screen as text: live, or as it was last saved for a command an
+    /// earlier driver ran.
+    pub fn screen_text(&self) -> Option<String> {
+        match &self.input {
+            Some(input) if input.is_terminal() => input.screen_text(),
+            _ => self.kept_screen.as_ref().map(|kept| kept.text.clone()),
+        }
+    }
+
+    /// The terminal's size and cursor, live or as last saved.
+    fn terminal_state(&self) -> Option<(TerminalSize, (u16, u16))> {
+        match &self.input {
+            Some(input) if input.is_terminal() => input.terminal_state(),
+            _ => self
+                .kept_screen
+                .as_ref()
+                .map(|kept| (kept.size, kept.cursor)),
+        }
+    }
+
+    /// Saves the record; once the shell has stopped and no pipe is left open, the
+    /// output is complete and its files are closed, and so is its input (the screen
+    /// stays).
+    fn save(&self, state: &mut State) {
+        self.seal_if_over(state);
+        state.capture.save(&self.record(state));
+    }
+
+    /// Closes the output and the input once the shell has stopped and no pipe is left
+    /// open.
+    fn seal_if_over(&self, state: &mut State) {
+        if state.open_pipes == 0 && !state.life.is_running() {
+            state.capture.seal();
+            if let Some(input) = &self.input {
+                input.release();
+            }
+        }
+    }
+
+    /// Saves the record as it stands (see [`Job::mark_exited`]).
+    pub(crate) fn save_record(&self) {
+        let state = self.state.lock();
+        state.capture.save(&self.record(&state));
+    }
+
+    /// The job's files in the spool.
+    pub fn store(&self) -> Arc<Store> {
+        self.state.lock().capture.store().clone()
+    }
+
+    /// Its output was evicted from the spool to make room.
+    pub fn evicted(&self) -> bool {
+        self.state.lock().capture.store().evicted()
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where the job is in its life, and what is known of it so far.
+    pub fn life(&self) -> Life {
+        self.state.lock().life.clone()
+    }
+
+    /// When its shell was reaped; None while it runs. Cheaper than a whole
+    /// [`Job::life`] for the tree's tick, which asks it of every command.
+    pub fn finished_at(&self) -> Option<SystemTime> {
+        self.state.lock().life.finished_at()
+    }
+
+    /// When `stream`'s file last grew, its mtime: when the command last wrote to it
+    /// (to either stream, for `output`), else when its shell started (None before),
+    /// never before it started (the pump may read a first write before the spawn is
+    /// timed). A command brought back by a restart has the times its record kept; one
+    /// whose record has none (saved before they were kept, or before its output
+    /// ended) shows what it wrote at the time it ended.
+    pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
+        let state = self.state.lock();
+        let written = || state.capture.extent(stream).written > 0;
+        let grew = state
+            .capture
+            .grew_at(stream)
+            .or_else(|| state.life.finished_at().filter(|_| written()));
+        grew.max(state.life.started_at())
+    }
+
+    /// Where it stands, for `/events`, which asks it of every command on every read.
+    pub fn standing(&self) -> Standing {
+        let state = self.state.lock();
+        state.life.standing(state.turns)
+    }
+
+    pub(crate) fn kill_grace(&self) -> Duration {
+        self.state.lock().kill_grace
+    }
+
+    pub(crate) fn mark_started(&self, pid: i32, at: SystemTime, instant: Instant) {
+        let mut state = self.state.lock();
+        state.life = Life::Running {
+            shell: Shell {
+                pid,
+                started_at: at,
+                since: instant,
+                paused: false,
+            },
+            signalled: Signals::default(),
+        };
+        self.save(&mut state);
+    }
+
+    pub(crate) fn mark_failed_to_start(&self, message: &str) {
+        let mut state = self.state.lock();
+        state.capture.append(Stream::Stderr, message.as_bytes());
+        state.open_pipes = 0;
+        let now = SystemTime::now();
+        let why = message
+            .trim_end()
+            .trim_start_matches("terminalfs: ")
+            .to_string();
+        state.life = Life::Done(Done {
+            pid: state.life.pid(),
+            started_at: Some(now),
+            finished_at: Some(now),
+            duration: Some(Duration::ZERO),
+            exit: Some(Exit::never_ran()),
+            end: End::NotStarted(why),
+        });
+        self.save(&mut state);
+    }
+
+    /// Appends a chunk the pump read from one of the command's pipes (stdout or
+    /// stderr, or its terminal, whose screen it also draws), in the order the chunks
+    /// must appear in `output`.
+    pub(crate) fn append(&self, stream: Stream, bytes: &[u8]) {
+        self.state.lock().capture.append(stream, bytes);
+        if let Some(input) = &self.input {
+            input.displayed(bytes);
+        }
+    }
+
+    /// The command's stdin pipe or terminal, if it was started with one.
+    pub fn input(&self) -> Option<&Input> {
+        self.input.as_ref()
+    }
+
+    pub(crate) fn pipe_closed(&self) {
+        let mut state = self.state.lock();
+        state.open_pipes = state.open_pipes.saturating_sub(1);
+        if state.open_pipes == 0 && !state.life.is_running() {
+            self.save(&mut state);
+        }
+    }
+
+    /// The shell has been reaped with `exit`. Why it ended: the stop the driver began,
+    /// a signal written to `kill` that it died of, or its own doing. The record is not
+    /// saved here: whoever waits for the exit is answered first, then the caller saves
+    /// it ([`Job::save_record`]; the spool writes it later in any case). False when the
+    /// exit was recorded already.
+    #[must_use = "a recorded exit still has its record to save"]
+    pub(crate) fn mark_exited(&self, exit: Exit) -> bool {
+        let mut state = self.state.lock();
+        let (pid, started_at, since, end) = match &state.life {
+            Life::Starting => (None, None, None, None),
+            Life::Running { shell, signalled } => {
+                let died_of = signalled.died_of(&exit);
+                let end = died_of.map(|signal| End::Stopped(Stop::Signal(signal)));
+                (
+                    Some(shell.pid),
+                    Some(shell.started_at),
+                    Some(shell.since),
+                    end,
+                )
+            }
+            Life::Stopping { shell, why } => (
+                Some(shell.pid),
+                Some(shell.started_at),
+                Some(shell.since),
+                Some(End::Stopped(why.clone())),
+            ),
+            // Reaped twice: the first account stands.
+            Life::Done(_) => return false,
+        };
+        let end = end.unwrap_or_else(|| End::Exited {
+            note: self.memory_reason(&exit),
+        });
+        state.life = Life::Done(Done {
+            pid,
+            started_at,
+            finished_at: Some(SystemTime::now()),
+            duration: since.map(|since| since.elapsed()),
+            exit: Some(exit),
+            end,
+        });
+        self.seal_if_over(&mut state);
+        true
+    }
+
+    /// Why a command with a memory limit failed, when the limit is the likely cause.
+    fn memory_reason(&self, exit: &Exit) -> Option<String> {
+        let (bytes, rlimit) = self.memory?;
+        let limit = crate::units::format_size(bytes);
+        if self.cgroup.as_ref().is_some_and(CommandCgroup::oom_killed) {
+            return Some(format!(
+                "killed: it exceeded its memory limit (memory={limit}, cgroup memory.max)"
+            ));
+        }
+        (rlimit && exit.code != 0).then(|| {
+            format!(
+                "failed with a memory limit of {limit} in force (an address-space limit, as no \
+                 memory controller is available); allocations beyond it fail"
+            )
+        })
+    }
+
+    /// The command's cgroup directory, if it has one.
+    pub(crate) fn cgroup_dir(&self) -> Option<&std::path::Path> {
+        self.cgroup
+            .as_ref()
+            .filter(|cgroup| cgroup.held())
+            .map(CommandCgroup::path)
+    }
+
+    /// Whether any process is left in the command's cgroup.
+    pub fn cgroup_populated(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(CommandCgroup::populated)
+    }
+
+    /// The command's cgroup directory, open, for a child born into it.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn cgroup_fd(&self) -> Option<std::os::fd::OwnedFd> {
+        self.cgroup.as_ref().and_then(CommandCgroup::fd)
+    }
+
+    /// Whether the job's cgroup, once empty, serves the next command as it is.
+    pub(crate) fn cgroup_reusable(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(CommandCgroup::reusable)
+    }
+
+    /// The cgroup's peak memory use in KiB, where the memory controller keeps one.
+    pub(crate) fn memory_peak_kib(&self) -> Option<u64> {
+        self.cgroup
+            .as_ref()
+            .and_then(CommandCgroup::memory_peak_kib)
+    }
+
+    /// Lets go of the cgroup when the shell is gone and nothing is left in it (it may
+    /// serve another command then). Returns true when there is no cgroup (any more).
+    pub(crate) fn remove_cgroup_if_done(&self) -> bool {
+        let Some(cgroup) = &self.cgroup else {
+            return true;
+        };
+        if self.is_running() {
+            return false;
+        }
+        cgroup.release()
+    }
+
+    /// Begins to stop the job for `why`: TERM to all of it, and CONT after it when it
+    /// was paused (a stopped process cannot act on its TERM). A job already being
+    /// stopped keeps its first reason, unless the driver is shutting down; one whose
+    /// shell has stopped records nothing,
+    /// but what it left running still gets the TERM. Returns whether a signal was sent.
+    pub(crate) fn stop(&self, why: Stop) -> bool {
+        let mut state = self.state.lock();
+        self.stop_locked(&mut state, why)
+    }
+
+    fn stop_locked(&self, state: &mut State, why: Stop) -> bool {
+        let mut paused = false;
+        match &mut state.life {
+            Life::Running { shell, .. } => {
+                let mut shell = *shell;
+                paused = state.turns.set(&mut shell, false);
+                state.life = Life::Stopping { shell, why };
+            }
+            // The driver going away outranks any stop under way: the job is still
+            // running when the driver stops, and is read back as such.
+            Life::Stopping { why: under_way, .. } if why == Stop::Shutdown => *under_way = why,
+            _ => {}
+        }
+        let sent = self.send(state, libc::SIGTERM);
+        if sent && paused {
+            self.send(state, libc::SIGCONT);
+            state.pauses_sent += 1;
+        }
+        sent
+    }
+
+    /// How many STOPs and CONTs the driver has sent the job: a look at the shell's
+    /// state taken while one was on its way may be older than the one it said.
+    pub(crate) fn pauses_sent(&self) -> u64 {
+        self.state.lock().pauses_sent
+    }
+
+    /// What the pump saw of the shell: stopped (by whatever signal, whoever sent it)
+    /// or not, in a look begun when [`Job::pauses_sent`] said `sent`. Taken only if
+    /// the driver has sent no STOP or CONT since, which the look may predate. Returns
+    /// whether that changed whether it shows as paused.
+    pub(crate) fn observe_stopped(&self, stopped: bool, sent: u64) -> bool {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        if state.pauses_sent != sent {
+            return false;
+        }
+        match &mut state.life {
+            Life::Running { shell, .. } | Life::Stopping { shell, .. } => {
+                state.turns.set(shell, stopped)
+            }
+            _ => false,
+        }
+    }
+
+    /// Stops the job because it ran past `limit`; false (and nothing sent) unless its
+    /// shell was running and nobody had begun to stop it.
+    pub(crate) fn time_out(&self, limit: Duration) -> bool {
+        let mut state = self.state.lock();
+        if !matches!(state.life, Life::Running { .. }) {
+            return false;
+        }
+        let why = format!(
+            "timed out: it ran longer than its limit of {} and was stopped",
+            crate::units::format_duration(limit)
+        );
+        self.stop_locked(&mut state, Stop::Timeout(why))
+    }
+
+    /// Sends `signal` (written to `kill`) to the whole job and notes it: STOP pauses,
+    /// CONT resumes, any other is remembered so that a death by it reads as a kill.
+    /// Noted before it is sent, under the same lock the exit is recorded with, so a
+    /// quick death cannot be recorded first. Returns whether it was sent.
+    pub(crate) fn signal(&self, signal: i32) -> bool {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        match &mut state.life {
+            Life::Running { shell, .. } | Life::Stopping { shell, .. }
+                if matches!(signal, libc::SIGSTOP | libc::SIGCONT) =>
+            {
+                state.turns.set(shell, signal == libc::SIGSTOP);
+                state.pauses_sent += 1;
+            }
+            Life::Running { signalled, .. } => signalled.insert(signal),
+            _ => {}
+        }
+        self.send(state, signal)
+    }
+
+    /// Sends `signal` to whatever of the job may still be alive, recording nothing
+    /// (the KILL after a grace, the last sweep at shutdown).
+    pub(crate) fn signal_group(&self, signal: i32) -> bool {
+        let state = self.state.lock();
+        self.send(&state, signal)
+    }
+
+    /// Sends `signal` to the job's process group while anything of it may be alive
+    /// (its shell runs, or a descendant still holds its pipes), and to its cgroup.
+    /// Returns whether a signal was sent.
+    fn send(&self, state: &State, signal: i32) -> bool {
+        let running = state.life.is_running();
+        let Some(pgid) = state.life.pid() else {
+            return false;
+        };
+        // Until the shell is reaped its pid, and so its group id, cannot be reused.
+        // After that the group is signalled only while no process holds that pid: a
+        // group outlives its leader only while the pid stays taken, so if a process
+        // has it now, the group is gone and a group of that id belongs to a stranger.
+        let group_alive = running || (state.open_pipes > 0 && !pid_in_use(pgid));
+        let cgroup_alive = self.cgroup_populated();
+        if !group_alive && !cgroup_alive {
+            return false;
+        }
+        if group_alive {
+            // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
+            unsafe {
+                libc::killpg(pgid, signal);
+            }
+        }
+        if let Some(cgroup) = &self.cgroup {
+            // Whatever left the process group (setsid) is reached through the cgroup;
+            // the group's members already have their signal.
+            cgroup.signal(signal, group_alive.then_some(pgid));
+        }
+        true
+    }
+
+    /// None while the shell runs; then whether it succeeded: exit 0 and not stopped
+    /// by a kill, a time limit or the driver.
+    pub fn outcome(&self) -> Option<bool> {
+        self.state.lock().life.outcome()
+    }
+
+    /// True until the shell has been reaped (or failed to start).
+    pub fn is_running(&self) -> bool {
+        self.state.lock().life.is_running()
+    }
+
+    pub fn snapshot(&self) -> JobSnapshot {
+        let state = self.state.lock();
+        let bytes = |stream| StreamBytes::of(&state.capture.extent(stream));
+        JobSnapshot {
+            life: state.life.clone(),
+            stdout: bytes(Stream::Stdout),
+            stderr: bytes(Stream::Stderr),
+            output: bytes(Stream::Output),
+            containment: self.containment.clone(),
+            launch: self.launch.clone(),
+            memory_limit: self.memory.map(|(bytes, _)| bytes),
+            terminal: self.terminal_state(),
+        }
+    }
+
+    /// What a file of `stream` can show now.
+    pub fn extent(&self, stream: Stream) -> Extent {
+        self.state.lock().capture.extent(stream)
+    }
+
+    /// Stored bytes of `stream` from absolute offset `from` (at most `max`; bytes no
+    /// longer held read as NUL), plus whether the shell still runs.
+    pub fn read(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool) {
+        let (bytes, running, _) = self.read_held(stream, from, max);
+        (bytes, running)
+    }
+
+    /// [`Job::read`], with what was held when the bytes were read.
+    pub fn read_held(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool, Held) {
+        let state = self.state.lock();
+        let mut out = Vec::new();
+        let held = state.capture.read(stream, from, max, &mut out);
+        (out, state.life.is_running(), held)
+    }
+}
+
+/// Whether some process has pid `pid` now (one we may not signal counts too).
+fn pid_in_use(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
