@@ -9,6 +9,7 @@ pub(crate) mod fs;
 pub(crate) mod fuse;
 pub(crate) mod log;
 pub(crate) mod mounts;
+pub(crate) mod paths;
 pub(crate) mod policy;
 pub(crate) mod selftest;
 pub(crate) mod spool;

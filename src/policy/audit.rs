@@ -181,7 +181,7 @@ fn audit_line(
 
 /// `$XDG_STATE_HOME/terminalfs/audit.jsonl`, or `~/.local/state/terminalfs/audit.jsonl`.
 pub fn default_audit_path() -> PathBuf {
-    super::settings::xdg_dir("XDG_STATE_HOME", ".local/state").join("terminalfs/audit.jsonl")
+    crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state").join("terminalfs/audit.jsonl")
 }
 
 pub use crate::time::rfc3339;

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::rules::Rule;
+pub use crate::paths::home_dir;
+use crate::paths::xdg_dir;
 
 /// The rules of one settings file, in file order.
 #[derive(Debug, Clone, Default)]
@@ -314,50 +316,6 @@ pub fn default_settings_path() -> PathBuf {
     xdg_dir("XDG_CONFIG_HOME", ".config").join("terminalfs/settings.json")
 }
 
-/// The directory an XDG variable names when it holds an absolute path, else `~/<fallback>`.
-pub(crate) fn xdg_dir(variable: &str, fallback: &str) -> PathBuf {
-    match std::env::var_os(variable).map(PathBuf::from) {
-        Some(dir) if dir.is_absolute() => dir,
-        _ => home_dir().join(fallback),
-    }
-}
-
-/// `$HOME`, else the home directory in the password database, else `/`.
-pub fn home_dir() -> PathBuf {
-    match std::env::var_os("HOME").map(PathBuf::from) {
-        Some(home) if home.is_absolute() => home,
-        _ => password_home().unwrap_or_else(|| PathBuf::from("/")),
-    }
-}
-
-fn password_home() -> Option<PathBuf> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStrExt;
-
-    let mut buffer = vec![0u8; 4096];
-    // SAFETY: `passwd` is plain old data, valid when zeroed.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer refers to memory owned here and lives across the call; the
-    // buffer length passed is the buffer's real length.
-    let status = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut entry,
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            &mut result,
-        )
-    };
-    if status != 0 || result.is_null() || entry.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: on success `pw_dir` points at a NUL-terminated string inside `buffer`.
-    let dir = unsafe { CStr::from_ptr(entry.pw_dir) };
-    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
-    dir.is_absolute().then_some(dir)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,12 +446,5 @@ mod tests {
         assert!(default_settings_path().ends_with("terminalfs/settings.json"));
         assert!(default_settings_path().is_absolute());
         assert!(crate::policy::default_audit_path().ends_with("terminalfs/audit.jsonl"));
-    }
-
-    #[test]
-    fn password_home_is_absolute_when_found() {
-        if let Some(home) = password_home() {
-            assert!(home.is_absolute());
-        }
     }
 }

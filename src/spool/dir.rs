@@ -6,9 +6,9 @@ use super::*;
 
 /// The default state directory of a mount: `$XDG_STATE_HOME/terminalfs/<tag of path>`.
 pub fn default_dir(mount: &Path) -> PathBuf {
-    crate::policy::settings::xdg_dir("XDG_STATE_HOME", ".local/state")
+    crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state")
         .join("terminalfs")
-        .join(crate::supervisor::cgroup::tag_for(mount))
+        .join(crate::paths::tag_for(mount))
 }
 
 /// Creates `dir` (0700) if missing, refuses one that another user owns, that others

@@ -30,6 +30,7 @@
 //! `/proc/self/cgroup`; no path is assumed. Where anything fails, the supervisor falls
 //! back to process groups.
 
+pub use crate::paths::tag_for;
 use parking_lot::Mutex;
 use std::ffi::CString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -102,17 +103,6 @@ pub fn own_cgroup(proc_cgroup: &str) -> Option<String> {
         .lines()
         .find_map(|line| line.strip_prefix("0::"))
         .map(|path| path.trim().to_string())
-}
-
-/// A short, stable, file-name-safe tag for a mount path.
-pub fn tag_for(path: &Path) -> String {
-    // FNV-1a: stable across runs and platforms, unlike the std hasher.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in path.as_os_str().as_encoded_bytes() {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{hash:016x}")
 }
 
 fn write(path: &Path, text: &str) -> std::io::Result<()> {
@@ -668,12 +658,5 @@ mod tests {
         assert!(!owner_runs("slot-0"));
         assert!(!owner_runs("slot-self-0-0"));
         assert!(!owner_runs("terminalfs-driver"));
-    }
-
-    #[test]
-    fn tags_are_stable_and_distinct() {
-        assert_eq!(tag_for(Path::new("/a")), tag_for(Path::new("/a")));
-        assert_ne!(tag_for(Path::new("/a")), tag_for(Path::new("/b")));
-        assert_eq!(tag_for(Path::new("/a")).len(), 16);
     }
 }
