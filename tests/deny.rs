@@ -638,3 +638,51 @@ fn check_judges_from_the_current_directory_unless_told() {
         "{out:?}"
     );
 }
+
+/// A command whose name is a glob too long to compile (140 KB) is refused with a
+/// sentence; the mount lives on and runs the next command; `check` refuses it too, with
+/// its usual status.
+#[test]
+fn a_glob_too_long_to_compile_is_refused_and_the_mount_lives_on() {
+    let mount = Mount::with(Options {
+        settings: RULES,
+        ..Options::default()
+    });
+    let text = format!("/usr/bin/{}", "?*".repeat(70_000));
+    let reason = refused(&mount, "longglob", &text);
+    assert!(
+        reason.contains("is a pattern") && reason.contains("140000 bytes"),
+        "{reason}"
+    );
+    assert_eq!(mount.run("after", "echo alive"), "completed\n");
+    assert_eq!(mount.read("cmd/after/stdout"), "alive\n");
+
+    // Passed on standard input: one argument may hold at most 128 KiB.
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, RULES).expect("write settings");
+    let mut child = std::process::Command::new(crate::common::BIN)
+        .args(["check", "--settings"])
+        .arg(&settings)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(text.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("the binary ends");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "refused, not a crash: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.starts_with("refused\n"), "{printed}");
+    assert!(printed.contains("140000 bytes"), "{printed}");
+}

@@ -25,6 +25,7 @@
 pub mod audit;
 pub mod directives;
 pub mod fork_bomb;
+pub(crate) mod glob;
 pub mod options;
 pub mod rules;
 pub mod settings;
@@ -154,6 +155,26 @@ pub fn plain_refusal(text: &[u8]) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The reason given when the checker itself failed (a panic) on a text: the text is
+/// refused, never run unchecked.
+pub const CHECKER_FAILED_REASON: &str =
+    "refused: the checker failed on this text (an internal error, logged), so it is not run";
+
+/// The refusal given when the checker failed on a text.
+pub fn checker_failed() -> Verdict {
+    refusal(CHECKER_FAILED_REASON.to_owned())
+}
+
+/// Runs one decision, turning a panic inside it into None so that the caller gets a
+/// refusal instead of unwinding into the thread that asked (a FUSE worker). This is
+/// sound because a decision's state lives in that one call: the splitter, the
+/// candidates and the caches are built afresh for each text, and the shared rules are
+/// only read (an `Arc` snapshot; the settings lock is not held while rules run), so a
+/// panic half way leaves nothing half changed for the next call.
+fn guarded<T>(decide: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide)).ok()
 }
 
 /// A refusal that names no rule.
@@ -296,6 +317,12 @@ impl Policy {
     /// UTF-8 are read lossily. The directory the text starts in is taken as unknown (a
     /// shell's script may follow a `cd` written to it before).
     pub fn check(&self, text: &[u8]) -> Verdict {
+        guarded(|| self.check_unguarded(text)).unwrap_or_else(checker_failed)
+    }
+
+    fn check_unguarded(&self, text: &[u8]) -> Verdict {
+        #[cfg(test)]
+        tests::panic_if_asked();
         if let Some(reason) = plain_refusal(text) {
             return refusal(reason.to_owned());
         }
@@ -311,6 +338,19 @@ impl Policy {
     /// the rules ([`Policy::check`], with the text starting in the directory given to
     /// [`Policy::with_start_dir`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
+        guarded(|| self.explain_unguarded(text)).unwrap_or_else(|| Explained {
+            verdict: checker_failed(),
+            commands: Vec::new(),
+            written: Vec::new(),
+            directives: Directives::default(),
+            shell_input: None,
+            judged: Vec::new(),
+        })
+    }
+
+    fn explain_unguarded(&self, text: &[u8]) -> Explained {
+        #[cfg(test)]
+        tests::panic_if_asked();
         let refused = |reason: String| Explained {
             verdict: refusal(reason),
             commands: Vec::new(),
@@ -406,6 +446,22 @@ impl Policy {
             }
         }
         let globbed = commands.iter().flat_map(|c| &c.name_globs);
+        if !(rules.deny.is_empty() && rules.ask.is_empty()) {
+            let unread = globbed.clone().find_map(|glob| {
+                let base = glob.rsplit('/').next().unwrap_or(glob);
+                match name_glob(base) {
+                    Err(err @ glob::GlobError::TooLong(_)) => Some((glob, err)),
+                    _ => None,
+                }
+            });
+            if let Some((glob, err)) = unread {
+                return refusal(format!(
+                    "refused: the command name '{}' is a pattern that could name a program a \
+                     rule refuses, and it is not checked: {err}",
+                    shortened(glob)
+                ));
+            }
+        }
         for (kind, list) in [("denied", &rules.deny), ("refused by 'ask'", &rules.ask)] {
             if let Some((rule, candidate)) = first_match(list, &candidates) {
                 let judged = candidate
@@ -855,12 +911,36 @@ fn spellings_of_dir(dir: String, home: Option<&str>) -> Vec<String> {
     out
 }
 
+/// A command name that is a pattern, compiled as bash reads it: a `*` or `?` stops at a
+/// `/`, and letters match in either case (`shopt -s nocaseglob` may be on).
+fn name_glob(base: &str) -> Result<glob::Glob, glob::GlobError> {
+    glob::Glob::new(
+        base,
+        glob::GlobOptions {
+            literal_separator: true,
+            case_insensitive: true,
+            backslash_escape: true,
+        },
+    )
+}
+
+/// `text` as a reason quotes it: whole when short, else its first 60 characters, an
+/// ellipsis and its length.
+pub(crate) fn shortened(text: &str) -> String {
+    const SHOWN: usize = 60;
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => text.to_owned(),
+    }
+}
+
 /// The first rule whose program a command name that is a glob (`/usr/bin/sud?`, `zap*`)
 /// could name, with that program. Letters match in either case (`shopt -s nocaseglob`
 /// may be on). A bracket form bash reads and the matcher does not (`[[=o=]]`,
 /// `[[.o.]]`, `[[:alpha:]]`), or an extended glob (`@(sud)o`), could name any program:
-/// the first rule that names one is taken. A pattern the matcher cannot compile (an unclosed `[`, as in `[` itself) is
-/// a literal name to bash too, and names nothing else.
+/// the first rule that names one is taken. A pattern the matcher cannot compile (an
+/// unclosed `[`, as in `[` itself) is a literal name to bash too, and names nothing else;
+/// one too long to compile is refused before this is asked ([`glob::MAX_GLOB`]).
 fn glob_names_rule<'r>(glob: &str, rules: &'r [Rule]) -> Option<(&'r Rule, &'r str)> {
     let named = |rule: &'r Rule| Some((rule, rule.program()?));
     let base = glob.rsplit('/').next().unwrap_or(glob);
@@ -872,12 +952,7 @@ fn glob_names_rule<'r>(glob: &str, rules: &'r [Rule]) -> Option<(&'r Rule, &'r s
     {
         return rules.iter().find_map(named);
     }
-    let matcher = globset::GlobBuilder::new(base)
-        .literal_separator(true)
-        .case_insensitive(true)
-        .build()
-        .ok()?
-        .compile_matcher();
+    let matcher = name_glob(base).ok()?;
     rules.iter().find_map(|rule| {
         let (rule, program) = named(rule)?;
         let program_base = program.rsplit('/').next().unwrap_or(program);

@@ -20,7 +20,7 @@
 //! command's options must be exactly the rule's (`Bash(git status)` does not allow
 //! `git status --ignored`).
 
-use globset::{GlobBuilder, GlobMatcher};
+use super::glob::Glob;
 
 /// One program the matching knows, and how its options are read.
 struct Program {
@@ -364,7 +364,7 @@ pub struct ArgvPattern {
 #[derive(Debug, Clone)]
 enum Operand {
     Literal(String),
-    Glob(GlobMatcher),
+    Glob(Glob),
     /// `DIR/[*]`, every entry of a directory (held as `DIR/`): names `DIR/*` and any
     /// glob whose first name under `DIR` starts with a wildcard (`/?*`, `/[a-z]*`,
     /// `/*/*`), which reaches every entry or most of them.
@@ -407,11 +407,8 @@ impl ArgvPattern {
                     }
                     escaped.push(c);
                 }
-                GlobBuilder::new(&escaped)
-                    .literal_separator(false)
-                    .backslash_escape(true)
-                    .build()
-                    .map(|g| Operand::Glob(g.compile_matcher()))
+                super::glob::Glob::new(&escaped, super::glob::RULE)
+                    .map(Operand::Glob)
                     .unwrap_or_else(|_| Operand::Literal(operand.clone()))
             })
             .collect();

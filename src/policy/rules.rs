@@ -12,8 +12,6 @@
 //! matches option-aware (see [`options`](super::options)): `Bash(rm -r /)` names
 //! `rm -rf /`, `rm --recursive --force -- //` and `rm -Rfv / x` alike.
 
-use globset::{GlobBuilder, GlobMatcher};
-
 use super::options::{resolve_operands, Argv, ArgvPattern};
 
 /// A parsed `Bash(...)` permission rule.
@@ -304,7 +302,7 @@ fn has_glob_characters(pattern: &str) -> bool {
 #[derive(Debug, Clone)]
 struct Glob {
     literal_start: String,
-    matcher: GlobMatcher,
+    matcher: super::glob::Glob,
 }
 
 impl Glob {
@@ -317,11 +315,7 @@ impl Glob {
             }
             escaped.push(c);
         }
-        let matcher = GlobBuilder::new(&escaped)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .build()
-            .map(|glob| glob.compile_matcher())
+        let matcher = super::glob::Glob::new(&escaped, super::glob::RULE)
             .map_err(|err| format!("permission entry '{entry}' has a bad glob pattern: {err}"))?;
         let literal_end = pattern.find(['*', '?', '[', '\\']).unwrap_or(pattern.len());
         Ok(Glob {

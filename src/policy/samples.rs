@@ -171,6 +171,15 @@ pub fn pathological_inputs(size: usize) -> Vec<(&'static str, String)> {
                 |n| format!("a{} x;", n % 20000),
             ),
         ),
+        ("glob command name", format!("/usr/bin/{}", repeat("?*"))),
+        ("glob file written", format!("echo > /tmp/{}", repeat("?*"))),
+        ("glob operands", format!("rm -rf {}", repeat("/?* "))),
+        ("rm operands", format!("rm -rf {}", repeat("x "))),
+        ("chmod operands", format!("chmod -R 777 {}", repeat("x "))),
+        ("rm operands rooted", format!("rm -rf {}", repeat("/x "))),
+        ("cp operands", format!("cp -r {}", repeat("x "))),
+        ("dd operands", format!("dd {}", repeat("of=x "))),
+        ("git operands", format!("git push {}", repeat("x "))),
         (
             "script",
             repeat(

@@ -76,7 +76,8 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
         }
         if let Some(glob) = command.name_globs.iter().find(|glob| names_a_shell(glob)) {
             return Some(format!(
-                "the program name '{glob}' is a pattern that may name a shell"
+                "the program name '{}' is a pattern that may name a shell",
+                super::shortened(glob)
             ));
         }
         if is_running_program(program) {
@@ -179,13 +180,15 @@ fn starts_a_shell(base: &str, spelling: &str) -> bool {
 /// Whether a program name that is a pattern (`/bin/ba?h`) could name a shell.
 fn names_a_shell(glob: &str) -> bool {
     let base = glob.rsplit('/').next().unwrap_or(glob);
-    globset::GlobBuilder::new(base)
-        .literal_separator(true)
-        .build()
-        .map_or(true, |glob| {
-            let matcher = glob.compile_matcher();
-            SHELLS.iter().any(|shell| matcher.is_match(shell))
-        })
+    let options = super::glob::GlobOptions {
+        literal_separator: true,
+        case_insensitive: false,
+        backslash_escape: true,
+    };
+    // One that cannot be compiled (too long, or unreadable) may name one.
+    super::glob::Glob::new(base, options).map_or(true, |matcher| {
+        SHELLS.iter().any(|shell| matcher.is_match(shell))
+    })
 }
 
 /// Whether `path` is a process's own program (`/proc/self/exe`, `/proc/$$/exe`) or an

@@ -1351,6 +1351,83 @@ fn pathological_inputs_are_safe() {
     }
 }
 
+thread_local! {
+    /// Makes the next decision on this thread panic, to test the boundary around it.
+    static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Panics when a test asked for it ([`PANIC_NEXT`]); called at the start of a decision.
+pub(super) fn panic_if_asked() {
+    if PANIC_NEXT.with(|flag| flag.replace(false)) {
+        panic!("a panic injected by a test");
+    }
+}
+
+#[test]
+fn a_panic_in_the_checker_is_a_refusal() {
+    let f = default_fixture();
+    PANIC_NEXT.with(|flag| flag.set(true));
+    let verdict = f.policy.check(b"ls");
+    assert_eq!(verdict, checker_failed());
+    PANIC_NEXT.with(|flag| flag.set(true));
+    let explained = f.policy.explain(b"ls");
+    assert_eq!(explained.verdict, checker_failed());
+    assert!(explained
+        .report()
+        .contains("the checker failed on this text"));
+    // The next decision runs as before.
+    assert!(f.policy.check(b"ls").is_allowed());
+    assert!(refused(&f.policy, "sudo ls"));
+}
+
+/// A command name that is a glob too long to compile (140 KB) is refused with a
+/// sentence, not a panic; one at the bound is read.
+#[test]
+fn a_long_glob_is_refused_with_a_sentence() {
+    let f = default_fixture();
+    let long = format!("/usr/bin/{}", "?*".repeat(70_000));
+    for text in [
+        long.clone(),
+        format!("echo hi; {long} x"),
+        format!("x=$({long})"),
+    ] {
+        let Verdict::Deny { rule: None, reason } = f.policy.check(text.as_bytes()) else {
+            panic!("refused without a rule");
+        };
+        assert!(
+            reason.contains("is a pattern") && reason.contains("140000 bytes"),
+            "{reason}"
+        );
+        assert!(
+            reason.len() < 400,
+            "the reason quotes a short prefix: {reason}"
+        );
+        assert_eq!(
+            f.policy.explain(text.as_bytes()).verdict,
+            Verdict::Deny { rule: None, reason }
+        );
+    }
+    // At the bound the pattern is compiled and matched: `s[uuu...]do` names `sudo`.
+    let at_bound = format!("/usr/bin/s[{}]do", "u".repeat(glob::MAX_GLOB - 5));
+    let Verdict::Deny { rule, .. } = f.policy.check(at_bound.as_bytes()) else {
+        panic!("refused");
+    };
+    assert!(rule.is_some(), "refused by a rule it could name");
+    // A long glob as an operand is not a command name: no pattern is compiled for it.
+    let operand = format!("ls /usr/bin/{}", "?*".repeat(70_000));
+    assert!(f.policy.check(operand.as_bytes()).is_allowed());
+    // A long glob in a rule is a load error, not a panic.
+    let json = format!(
+        r#"{{"permissions": {{"deny": ["Bash({}:*)"]}}}}"#,
+        "?*".repeat(70_000)
+    );
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("settings.json");
+    fs::write(&path, json).expect("write settings");
+    let err = Policy::load(&path, false).expect_err("a rule too long to compile");
+    assert!(err.contains("bytes"), "{err}");
+}
+
 #[test]
 fn deep_nesting_fits_a_small_stack() {
     // A FUSE worker thread may have a smaller stack than the main thread.
