@@ -186,8 +186,101 @@ fn a_command_running_at_a_crash_comes_back_with_its_output() {
         mount.read("cmd/chatty/reason"),
         "the driver stopped while it ran\n"
     );
-    assert_eq!(mount.read("cmd/chatty/stdout"), lines);
-    assert_eq!(mount.read("cmd/chatty/output"), format!("{lines}half\n"));
+    assert_eq!(
+        mount.read("cmd/chatty/stdout"),
+        format!("{lines}{CUT_SHORT}")
+    );
+    assert_eq!(
+        mount.read("cmd/chatty/output"),
+        format!("{lines}half\n{CUT_SHORT}")
+    );
+    assert_eq!(
+        mount.read("cmd/chatty/stderr"),
+        format!("half\n{CUT_SHORT}")
+    );
+    assert_eq!(
+        json(&mount, "cmd/chatty/result.json")["output_incomplete"],
+        true
+    );
+}
+
+/// The line that ends the stored part of each file of a command whose driver died
+/// while it ran.
+const CUT_SHORT: &str =
+    "[terminalfs: output from here on may be missing: the driver stopped while it ran]\n";
+
+/// Five commands log each line whose `echo` succeeded; the driver is killed with
+/// SIGKILL and started again: every line a reader saw before the crash is there, the
+/// lines are whole and in order, and each stream ends with the one notice that lines
+/// the driver had not read yet may be missing.
+#[test]
+fn a_crash_loses_no_line_silently() {
+    let mut mount = Mount::start();
+    let logs = tempfile::tempdir().unwrap();
+    let names = ["w1", "w2", "w3", "w4", "w5"];
+    for name in names {
+        let script = format!(
+            "i=0; while echo line $i; do echo $i >> {}/ok.{name}; i=$((i+1)); sleep .01; done",
+            logs.path().display()
+        );
+        std::fs::write(mount.p(&format!("ctl/{name}")), script).unwrap();
+    }
+    let ok_lines = |name: &str| {
+        std::fs::read_to_string(logs.path().join(format!("ok.{name}")))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert!(wait_until(Duration::from_secs(30), || names
+        .iter()
+        .all(|name| ok_lines(name) >= 30)));
+    // What readers were shown just before the crash.
+    let shown: Vec<String> = names
+        .iter()
+        .map(|name| mount.read(&format!("cmd/{name}/stdout")))
+        .collect();
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The writers end (their pipe's reader is gone); their logs stop growing.
+    let mut last = Vec::new();
+    assert!(wait_until(Duration::from_secs(30), || {
+        let now: Vec<usize> = names.iter().map(|name| ok_lines(name)).collect();
+        let settled = now == last;
+        last = now;
+        // Looked at again after a pause, so a log still growing is seen to grow.
+        std::thread::sleep(Duration::from_millis(300));
+        settled
+    }));
+    mount.spawn(&[]);
+    for (name, shown) in names.iter().zip(&shown) {
+        let stdout = mount.read(&format!("cmd/{name}/stdout"));
+        let body = stdout
+            .strip_suffix(CUT_SHORT)
+            .unwrap_or_else(|| panic!("{name}: no notice at the end of {stdout:?}"));
+        assert!(
+            body.starts_with(shown.as_str()),
+            "{name}: lost what was shown"
+        );
+        let kept = body.lines().count();
+        let expected: String = (0..kept).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(body, expected, "{name}: lines missing or out of order");
+        let succeeded = ok_lines(name);
+        assert!(
+            kept + 1 >= shown.lines().count() && kept <= succeeded + 1,
+            "{name}: {kept} lines kept, {succeeded} writes succeeded"
+        );
+        assert_eq!(stdout.matches("[terminalfs:").count(), 1, "{name}");
+        let output = mount.read(&format!("cmd/{name}/output"));
+        assert_eq!(output, stdout, "{name}: output");
+        let result = json(&mount, &format!("cmd/{name}/result.json"));
+        assert_eq!(result["output_incomplete"], true, "{name}");
+        assert_eq!(
+            result["reason"], "the driver stopped while it ran",
+            "{name}"
+        );
+        assert_eq!(result["status"], "error", "{name}");
+    }
 }
 
 #[test]

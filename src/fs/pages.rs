@@ -595,6 +595,7 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "timed_out": life.timed_out(),
         "killed": life.killed(),
         "reason": life.reason(),
+        "output_incomplete": snapshot.output_cut_short,
         "shell": snapshot.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
         "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,

@@ -70,6 +70,9 @@ const MARKS_KEY: &str = "marks";
 /// The reason of a command restored without its record (see [`Spool::restore`]).
 pub const RECORD_LOST: &str = "its record was lost: it could not be written (a full disk?) \
                                before its driver stopped; its exit status is unknown";
+/// The reason a command that was running when the driver stopped comes back with, and
+/// the cause its cut-short output's notice names.
+pub const DRIVER_STOPPED: &str = "the driver stopped while it ran";
 /// Set in the record made for such a command: it ended, but how is not known.
 pub const RECORD_LOST_KEY: &str = "record_lost";
 /// The version of `meta.json` this driver writes and reads.
@@ -214,7 +217,6 @@ impl Spool {
             removed: AtomicBool::new(false),
             readers: AtomicU64::new(0),
             refused: Mutex::new(None),
-            pending: Mutex::new(None),
             record: Mutex::new(Record::default()),
             unwritten: Mutex::new(None),
             text,

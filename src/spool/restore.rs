@@ -227,6 +227,8 @@ pub(super) fn read_header(dir: &Path) -> Result<Option<Header>, String> {
             return Err(format!("{name} is truncated ({have} of {want} bytes)"));
         }
     }
+    // Output that had not ended when its driver stopped may lack its last bytes.
+    header.cut_short |= !header.sealed;
     header.sealed = false;
     Ok(Some(header))
 }

@@ -24,10 +24,6 @@ pub struct Store {
     /// bytes it would have taken, and [`Shared::freed`] when it was refused (see
     /// [`Spool::reserve`]).
     pub(super) refused: Mutex<Option<(u64, u64)>>,
-    /// A header newer than the one on disk, for the worker to write within a
-    /// checkpoint interval when no more output comes to write it. Whoever writes a
-    /// header holds this lock, so an older one never lands after a newer one.
-    pub(super) pending: Mutex<Option<[u8; capture::HEADER as usize]>>,
     /// Its record until the worker writes it, and its marks. The worker writes the
     /// newest form, so a record replaced before the worker came to it is never written.
     pub(super) record: Mutex<Record>,

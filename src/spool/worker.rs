@@ -1,5 +1,5 @@
 //! The worker: the one thread that writes records, a new command's first files when
-//! due, the `alive` heartbeat and pending headers, and does every removal, so nobody
+//! due, the `alive` heartbeat, and does every removal, so nobody
 //! waits for the disk while holding a lock; and what it keeps to try again when a
 //! write fails.
 
@@ -219,7 +219,6 @@ pub(super) fn work(
         if swept.elapsed() >= capture::CHECKPOINT {
             swept = Instant::now();
             if let Some(shared) = shared.upgrade() {
-                write_pending_headers(&shared);
                 if running(&shared) {
                     beat(&state_dir.join(ALIVE_FILE));
                 }
@@ -301,9 +300,6 @@ pub(super) fn work(
                         write_first(&store, &mut retries, log);
                     }
                 }
-                if let Some(shared) = shared.upgrade() {
-                    write_pending_headers(&shared);
-                }
                 if retries.due().is_some() {
                     retries.retry(log);
                 }
@@ -368,27 +364,6 @@ pub(super) fn beat(path: &Path) {
         .open(path);
     if let Ok(file) = file {
         let _ = file.set_modified(SystemTime::now());
-    }
-}
-
-/// Writes the headers captures left for the worker (output that stopped arriving
-/// before the next checkpoint), so a crash finds counts at most one interval old.
-pub(super) fn write_pending_headers(shared: &Shared) {
-    let stores: Vec<Arc<Store>> = {
-        let registry = shared.registry.lock();
-        registry.stores.values().filter_map(Weak::upgrade).collect()
-    };
-    for store in stores {
-        let mut pending = store.pending.lock();
-        if let Some(header) = pending.take() {
-            if store.is_gone() {
-                continue;
-            }
-            let path = store.dir.join(capture::INDEX_FILE);
-            if let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) {
-                let _ = std::os::unix::fs::FileExt::write_all_at(&file, &header, 0);
-            }
-        }
     }
 }
 

@@ -44,6 +44,9 @@ pub(crate) struct Header {
     /// Storing stopped for good or a gap was open, if it did.
     pub stopped: bool,
     pub sealed: bool,
+    /// The driver stopped before the output ended: what the command wrote after the
+    /// stored part may be lost (it was still in a pipe, or not yet read).
+    pub cut_short: bool,
 }
 
 impl Header {
@@ -52,7 +55,8 @@ impl Header {
             | u64::from(self.sealed) << 1
             | u64::from(self.stdout.line_ended) << 2
             | u64::from(self.stderr.line_ended) << 3
-            | u64::from(self.out_line_ended) << 4;
+            | u64::from(self.out_line_ended) << 4
+            | u64::from(self.cut_short) << 5;
         let words = [
             MAGIC,
             self.capacity,
@@ -105,6 +109,7 @@ impl Header {
             out_line_ended: flags & 16 != 0,
             stopped: flags & 1 != 0,
             sealed: flags & 2 != 0,
+            cut_short: flags & 32 != 0,
             head_limit: Some(word(9)).filter(|w| *w != u64::MAX),
             floor: word(10),
         };

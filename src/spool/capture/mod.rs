@@ -9,7 +9,10 @@
 //! stream files serve `output` whatever was dropped.
 //!
 //! A header at the start of the index holds the counts a restart needs; it is rewritten
-//! at most every [`CHECKPOINT`] while output arrives, and once more when it ends.
+//! after every chunk that was stored, before the chunk is shown (a `write(2)`, no
+//! `fsync`: a crash of the driver loses none of it), and once more when output ends. A
+//! driver that stopped before the output ended leaves it unsealed; the next one marks
+//! it cut short and shows one notice where the stored part ends.
 //!
 //! While output can still arrive, the three files are open; once it has ended they are
 //! closed, and each read opens what it needs, so a finished command holds no descriptor.
@@ -39,7 +42,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// Which captured stream a file shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -143,7 +146,6 @@ pub struct Capture {
     gaps: [u64; 2],
     gap_reason: String,
     last_stream: Option<Stream>,
-    checkpointed: Instant,
     dirty: bool,
     /// When the command last wrote to stdout and to stderr, by the wall clock (None:
     /// not since this capture was made). Not derived from the monotonic clock, which
@@ -172,7 +174,6 @@ impl Capture {
             gaps: [0; 2],
             gap_reason: String::new(),
             last_stream: None,
-            checkpointed: Instant::now(),
             dirty: false,
             grew: [None; 2],
             notes: Vec::new(),
@@ -340,11 +341,24 @@ impl Capture {
                 return;
             }
         }
-        if self.checkpointed.elapsed() >= CHECKPOINT {
+        // The counts reach the file before the bytes are shown: whatever a reader saw
+        // is there after a crash.
+        self.checkpoint();
+    }
+
+    /// The driver stopped before this output ended: a notice follows the stored part
+    /// of each file, and the counts say so from now on.
+    pub fn cut_short(&mut self) {
+        if !self.header.cut_short {
+            self.header.cut_short = true;
+            self.dirty = true;
             self.checkpoint();
-        } else {
-            *self.store.pending.lock() = Some(self.header.encode());
         }
+    }
+
+    /// Whether the driver stopped before this output ended (see [`Capture::cut_short`]).
+    pub fn is_cut_short(&self) -> bool {
+        self.header.cut_short
     }
 
     /// `dropped` bytes of `stream` were refused for room (`why`): they are counted,
@@ -523,13 +537,10 @@ impl Capture {
 
     /// Writes the header if it changed.
     fn checkpoint(&mut self) {
-        self.checkpointed = Instant::now();
         if !self.dirty {
             return;
         }
         if let Some(files) = &self.files {
-            let mut pending = self.store.pending.lock();
-            *pending = None;
             if files.index.write_all_at(&self.header.encode(), 0).is_ok() {
                 self.dirty = false;
             }
@@ -555,6 +566,17 @@ enum Refusal {
     Room(String),
     /// The disk is full or a write failed: storing stops for good.
     Failed(String),
+}
+
+/// The line that follows the last stored byte of a stream whose driver stopped before
+/// the output ended, starting a line of its own.
+fn cut_short_line(line_ended: bool) -> Vec<u8> {
+    let lead = if line_ended { "" } else { "\n" };
+    format!(
+        "{lead}[terminalfs: output from here on may be missing: {}]\n",
+        super::DRIVER_STOPPED
+    )
+    .into_bytes()
 }
 
 /// The line that follows the last stored byte of a stream when what came next was not

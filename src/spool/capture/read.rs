@@ -120,6 +120,7 @@ impl Capture {
         };
         let stop_notice = match &self.stop_reason {
             Some(why) => Some(not_kept_line(line_ended, why)),
+            None if self.header.cut_short => Some(cut_short_line(line_ended)),
             // Output has ended: the gap's count is final.
             None if gap > 0 => Some(self.gap_notice(stream, gap, self.header.sealed)),
             None => None,

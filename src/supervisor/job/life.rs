@@ -5,8 +5,7 @@
 use crate::spool::Extent;
 use std::time::{Duration, Instant, SystemTime};
 
-/// The reason a command that was running when the driver stopped comes back with.
-pub const DRIVER_STOPPED: &str = "the driver stopped while it ran";
+pub use crate::spool::DRIVER_STOPPED;
 
 /// Bytes of one stream, for `result.json` and `cmd/index.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

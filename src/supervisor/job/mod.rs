@@ -49,6 +49,9 @@ pub struct JobSnapshot {
     pub memory_limit: Option<u64>,
     /// For a command on a terminal: its size and the cursor (row, column from 0).
     pub terminal: Option<(TerminalSize, (u16, u16))>,
+    /// The driver stopped before its output ended: the last bytes may be missing, and
+    /// each file says so where its stored part ends.
+    pub output_cut_short: bool,
 }
 
 struct State {
@@ -546,6 +549,7 @@ impl Job {
             launch: self.launch.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
+            output_cut_short: state.capture.is_cut_short(),
         }
     }
 

@@ -133,6 +133,10 @@ impl Job {
             Some(_) => started_at,
         });
         capture.seal();
+        if interrupted {
+            // Whatever was still in its pipes when the driver died is lost.
+            capture.cut_short();
+        }
         let kept_screen = match &meta["terminal"] {
             Value::Null => None,
             terminal => Some(
