@@ -556,7 +556,7 @@ fn a_closed_stdout_and_stderr_give_exit_code_1() {
     assert_eq!(status.code(), Some(1), "{status}");
 }
 
-/// Runs the README's one command for a fresh machine with every program it calls
+/// Runs the README's one command for a fresh machine (`./setup.sh`) with every program it calls
 /// replaced by a stub that logs its arguments; `present` are the stubs on PATH (besides
 /// `cargo`, `terminalfs` and `apt-get`), `uid` what `id -u` prints. Returns the exit
 /// status, the calls made in order, and stderr.
@@ -633,7 +633,7 @@ fn the_fresh_machine_command_installs_what_is_missing_then_builds_and_mounts() {
     assert!(ok);
     assert_eq!(
         calls[..2],
-        ["apt-get update", "apt-get install -y fuse3 gcc"]
+        ["apt-get update", "apt-get install -y fuse3 gcc libc6-dev"]
     );
     assert_eq!(calls[2], "cargo install --locked --path .");
 
@@ -645,8 +645,8 @@ fn the_fresh_machine_command_installs_what_is_missing_then_builds_and_mounts() {
         [
             "sudo apt-get update",
             "apt-get update",
-            "sudo apt-get install -y gcc",
-            "apt-get install -y gcc"
+            "sudo apt-get install -y gcc libc6-dev",
+            "apt-get install -y gcc libc6-dev"
         ]
     );
 
@@ -655,7 +655,7 @@ fn the_fresh_machine_command_installs_what_is_missing_then_builds_and_mounts() {
     assert!(!ok);
     assert!(calls.is_empty(), "{calls:?}");
     assert!(
-        stderr.contains("as root: apt-get install fuse3 gcc"),
+        stderr.contains("as root: apt-get install fuse3 gcc libc6-dev"),
         "{stderr}"
     );
 }
