@@ -157,6 +157,20 @@ pub fn plain_refusal(text: &[u8]) -> Option<&'static str> {
 }
 
 /// A refusal that names no rule.
+/// The reason given for a text whose check panicked: the driver logs the panic, the
+/// text is refused, and nothing else is lost.
+pub const CHECKER_FAILED: &str = "refused: the checker failed on this text (an internal \
+     error, logged by the driver); nothing ran";
+
+/// What a panic's log entry says was being done: checking a text, named as the audit
+/// log names a long one.
+fn checking(text: &[u8]) -> String {
+    format!(
+        "checking a command's text ({})",
+        crate::log::capped(&String::from_utf8_lossy(text))
+    )
+}
+
 fn refusal(reason: String) -> Verdict {
     Verdict::Deny { rule: None, reason }
 }
@@ -296,6 +310,19 @@ impl Policy {
     /// UTF-8 are read lossily. The directory the text starts in is taken as unknown (a
     /// shell's script may follow a `cd` written to it before).
     pub fn check(&self, text: &[u8]) -> Verdict {
+        crate::panics::guard(
+            || checking(text),
+            || {
+                if crate::panics::injected(crate::panics::Site::Check, text) {
+                    panic!("a panic injected for a test");
+                }
+                self.check_rules(text)
+            },
+        )
+        .unwrap_or_else(|| refusal(CHECKER_FAILED.to_string()))
+    }
+
+    fn check_rules(&self, text: &[u8]) -> Verdict {
         if let Some(reason) = plain_refusal(text) {
             return refusal(reason.to_owned());
         }
@@ -311,6 +338,26 @@ impl Policy {
     /// the rules ([`Policy::check`], with the text starting in the directory given to
     /// [`Policy::with_start_dir`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
+        crate::panics::guard(
+            || checking(text),
+            || {
+                if crate::panics::injected(crate::panics::Site::Check, text) {
+                    panic!("a panic injected for a test");
+                }
+                self.explain_unguarded(text)
+            },
+        )
+        .unwrap_or_else(|| Explained {
+            verdict: refusal(CHECKER_FAILED.to_string()),
+            commands: Vec::new(),
+            written: Vec::new(),
+            directives: Directives::default(),
+            shell_input: None,
+            judged: Vec::new(),
+        })
+    }
+
+    fn explain_unguarded(&self, text: &[u8]) -> Explained {
         let refused = |reason: String| Explained {
             verdict: refusal(reason),
             commands: Vec::new(),
