@@ -605,8 +605,15 @@ fn daemonize(config: &Config) -> Result<Option<Detached>, String> {
                 why.to_string()
             })
         }
-        daemonize::Outcome::Parent(Err(e)) | daemonize::Outcome::Child(Err(e)) => {
+        daemonize::Outcome::Parent(Err(e)) => {
             Err(format!("cannot start the driver in the background ({e})"))
+        }
+        daemonize::Outcome::Child(Err(e)) => {
+            // Said once, by the waiting parent: this process's stderr may still be the
+            // same terminal.
+            let mut writer = writer;
+            let _ = writeln!(writer, "cannot start the driver in the background ({e})");
+            std::process::exit(1);
         }
         daemonize::Outcome::Child(Ok(_)) => {
             drop(reader);

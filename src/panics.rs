@@ -6,8 +6,9 @@
 //!
 //! - one on a thread of the driver's own (pump, ticker, waker, spool worker, timer),
 //!   which nothing above catches: whatever it was doing would never be done again;
-//! - one that unwound through a lock guarding shared state ([`Watched`]: the tree's,
-//!   a job's). `parking_lot` does not poison, so without this the next request would
+//! - one that unwound through a lock guarding shared state ([`Watched`]: the tree's
+//!   and each job's; other locks guard what a panic cannot leave half-made: a queue,
+//!   a count, a file). `parking_lot` does not poison, so without this the next request would
 //!   be served from state the panic may have left half-updated.
 //!
 //! In a build with debug assertions, `TERMINALFS_TEST_PANIC` injects panics so the

@@ -642,7 +642,7 @@ impl Policy {
         let policy: Weak<Policy> = Arc::downgrade(self);
         let stop = self.stop_receiver.clone();
         std::thread::Builder::new()
-            .name("terminalfs-settings".to_owned())
+            .name("tfs-settings".to_owned())
             .spawn(move || loop {
                 match stop.recv_timeout(every) {
                     Err(RecvTimeoutError::Timeout) => {}
