@@ -78,25 +78,82 @@ fn mount_failed(path: &Path, error: &std::io::Error) -> String {
     message
 }
 
+/// What `terminalfs --unmount` found and did, in a sentence for the user.
+#[derive(Debug)]
+pub enum Unmounted {
+    /// A mount was there and is gone, and its driver has exited.
+    Done(String),
+    /// Nothing was mounted there (exit status [`NOTHING_MOUNTED`]).
+    Nothing(String),
+}
+
+/// The exit status of `--unmount` when nothing was mounted, as `umount` has it.
+pub const NOTHING_MOUNTED: i32 = 32;
+
 /// `terminalfs --unmount`: unmounts whatever is at `path` (a live driver then stops
 /// its commands itself; a crashed one's leftovers are reaped here). On Linux, a FUSE
 /// mount's connection is then given `patience` to end (its driver answers what waits,
 /// stops its commands and exits) and is aborted if it has not, or at once with
-/// `force`. Returns a sentence for the user saying what was done. Safe to call when
-/// nothing is mounted.
-pub fn clean_up(path: &Path, force: bool, patience: Duration) -> Result<String, String> {
+/// `force`. Then it waits (for `patience` more at most) until no driver holds the lock
+/// of `state_dir` (the default one for `path` when None): a driver lets go of it last,
+/// after its pid file is gone, so a mount started next finds everything free. Safe to
+/// call when nothing is mounted.
+pub fn clean_up(
+    path: &Path,
+    state_dir: Option<&Path>,
+    force: bool,
+    patience: Duration,
+) -> Result<Unmounted, String> {
     #[cfg(target_os = "linux")]
-    let mut message = unmount(path, force, patience)?;
+    let message = unmount(path, force, patience)?;
     #[cfg(not(target_os = "linux"))]
-    let mut message = {
+    let message = {
         // macOS unmounts with force always, and has no fusectl to watch.
         let _ = (force, patience);
         if unmount(path)? {
-            format!("unmounted {}", path.display())
+            Some(format!("unmounted {}", path.display()))
         } else {
-            format!("nothing was mounted at {}", path.display())
+            None
         }
     };
+    let Some(mut message) = message else {
+        let mut message = format!("nothing was mounted at {}", path.display());
+        reap_leftovers(path, &mut message);
+        return Ok(Unmounted::Nothing(message));
+    };
+    let state_dir = state_dir.map_or_else(|| crate::spool::default_dir(path), Path::to_path_buf);
+    if !driver_gone(&state_dir, patience) {
+        message.push_str(&format!(
+            "; its driver still held {} {} s later, so a new mount there may be refused \
+             until it exits",
+            state_dir.join(crate::spool::LOCK_FILE).display(),
+            patience.as_secs_f32()
+        ));
+    }
+    reap_leftovers(path, &mut message);
+    Ok(Unmounted::Done(message))
+}
+
+/// Whether the driver of `state_dir` has exited (or none was there) within `limit`:
+/// its lock can be taken (and is let go of at once).
+fn driver_gone(state_dir: &Path, limit: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(lock) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(state_dir.join(crate::spool::LOCK_FILE))
+    else {
+        return true;
+    };
+    within(limit, || {
+        // SAFETY: flock on a descriptor this function owns; closing it lets go.
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) == 0 }
+    })
+}
+
+/// Stops what a driver that no longer runs left in its cgroups, and says so.
+fn reap_leftovers(path: &Path, message: &mut String) {
     // Only drivers that no longer run lose what is left in their cgroups.
     let reaped =
         crate::supervisor::cgroup::reap_leftovers(&crate::supervisor::cgroup::tag_for(path));
@@ -105,7 +162,6 @@ pub fn clean_up(path: &Path, force: bool, patience: Duration) -> Result<String, 
             "; stopped {reaped} process(es) a crashed driver left running"
         ));
     }
-    Ok(message)
 }
 
 /// Polls `done` every 20 ms for up to `limit`; whether it held.
@@ -127,12 +183,12 @@ fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// waiting for ever): the mount is found in the kernel's list, detached lazily (which
 /// asks the driver nothing), and watched through its connection in fusectl.
 #[cfg(target_os = "linux")]
-fn unmount(path: &Path, force: bool, patience: Duration) -> Result<String, String> {
+fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String>, String> {
     use crate::mounts::{find, listed_name, read_list, Connection};
     let listed = listed_name(path);
     let shown = path.display();
     let Some(entry) = find(&read_list(), &listed) else {
-        return Ok(format!("nothing was mounted at {shown}"));
+        return Ok(None);
     };
     // Opened while the list shows the mount, before and after: the number is then this
     // mount's (one is reused only once its mount is gone), and the held directory stays
@@ -168,15 +224,19 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<String, Strin
                 crate::mounts::FUSECTL,
                 entry.device
             ));
-            return if force { Err(message) } else { Ok(message) };
+            return if force {
+                Err(message)
+            } else {
+                Ok(Some(message))
+            };
         }
-        Err(_) => return Ok(message),
+        Err(_) => return Ok(Some(message)),
     };
     if connection.mounted_fusectl {
         message.push_str(&format!("; mounted fusectl at {}", crate::mounts::FUSECTL));
     }
     if !force && within(patience, || connection.gone()) {
-        return Ok(message);
+        return Ok(Some(message));
     }
     connection.abort().map_err(|e| format!("{message}; {e}"))?;
     let file = connection.abort_path();
@@ -200,7 +260,7 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<String, Strin
     if !within(Duration::from_secs(1), || connection.gone()) {
         message.push_str("; files still open on it fail until they are closed");
     }
-    Ok(message)
+    Ok(Some(message))
 }
 
 /// Unmounts whatever is at `path` (live or stale). Returns whether anything was there.
@@ -344,6 +404,8 @@ enum Stop {
     Detached,
     /// SIGINT, SIGTERM or SIGHUP.
     Signal(i32),
+    /// A panic that the driver cannot serve on from (see `crate::panics`).
+    Panic(&'static str),
 }
 
 impl std::fmt::Display for Stop {
@@ -352,6 +414,7 @@ impl std::fmt::Display for Stop {
             Stop::SessionEnded => f.write_str("the mount went away"),
             Stop::Detached => f.write_str("the mount was detached"),
             Stop::Signal(signal) => f.write_str(&crate::supervisor::signals::name(*signal)),
+            Stop::Panic(why) => f.write_str(why),
         }
     }
 }
@@ -411,32 +474,108 @@ fn readiness_pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
     Ok((reader.into(), writer.into()))
 }
 
+/// The `--pid-file` of a daemon: locked (`flock`) for the driver's life, so a second
+/// daemon naming it is refused with a sentence, and removed as the driver ends, if it
+/// still names this process (one removed by hand, or written since by another daemon,
+/// is left be).
+struct PidFile {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl PidFile {
+    /// Opens and locks the file, before the fork: the daemon inherits the lock.
+    fn lock(path: &Path) -> Result<PidFile, String> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let mut file = crate::owned::open(path, "pid file", crate::owned::Access::ReadWrite)
+            .map_err(|e| e.to_string())?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let error = std::io::Error::last_os_error();
+            if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(format!(
+                    "cannot lock the pid file {}: {error}",
+                    path.display()
+                ));
+            }
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let holder = match text.trim().parse::<u32>() {
+                Ok(pid) => format!("a running terminalfs driver (pid {pid})"),
+                Err(_) => "a running terminalfs driver".to_string(),
+            };
+            return Err(format!(
+                "the pid file {} is held by {holder}: stop it with `terminalfs --unmount` \
+                 or give this one another --pid-file",
+                path.display()
+            ));
+        }
+        Ok(PidFile {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Writes this process's pid in it (the daemon, after the fork).
+    fn write_pid(&mut self) {
+        use std::io::{Seek, Write};
+        let pid = format!("{}\n", std::process::id());
+        let written = self
+            .file
+            .set_len(0)
+            .and_then(|()| self.file.rewind())
+            .and_then(|()| self.file.write_all(pid.as_bytes()));
+        if let Err(error) = written {
+            log(&format!(
+                "cannot write the pid file {}: {error}",
+                self.path.display()
+            ));
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let ours = std::fs::read_to_string(&self.path)
+            .is_ok_and(|text| text.trim() == std::process::id().to_string());
+        if ours {
+            if let Err(error) = std::fs::remove_file(&self.path) {
+                log(&format!(
+                    "cannot remove the pid file {}: {error}",
+                    self.path.display()
+                ));
+            }
+        }
+    }
+}
+
+/// What a daemon keeps from its start: the writer it reports readiness on, and its
+/// pid file.
+struct Detached {
+    ready: std::fs::File,
+    pid_file: Option<PidFile>,
+}
+
 /// Under --daemon: fork now; the parent returns only once the child reports that the
 /// mount is ready (exit 0) or failed (exit 1). The child gets a writer to report on.
-fn daemonize(config: &Config) -> Result<Option<std::fs::File>, String> {
+fn daemonize(config: &Config) -> Result<Option<Detached>, String> {
     if !config.daemon {
         return Ok(None);
     }
+    let pid_file = config.pid_file.as_deref().map(PidFile::lock).transpose()?;
     let (mut reader, writer) =
         readiness_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut daemon = daemonize::Daemonize::new().working_directory("/");
-    if let Some(pid_file) = &config.pid_file {
-        daemon = daemon.pid_file(pid_file);
+    if let Some(path) = &config.log_file {
+        let file = crate::log::open_file(path).map_err(|e| e.to_string())?;
+        let copy = file
+            .try_clone()
+            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+        daemon = daemon
+            .stdout(daemonize::Stdio::from(file))
+            .stderr(daemonize::Stdio::from(copy));
     }
-    let output = |path: &Option<std::path::PathBuf>| -> Result<daemonize::Stdio, String> {
-        match path {
-            Some(path) => std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map(daemonize::Stdio::from)
-                .map_err(|e| format!("cannot open the log file {}: {e}", path.display())),
-            None => Ok(daemonize::Stdio::devnull()),
-        }
-    };
-    daemon = daemon
-        .stdout(output(&config.log_file)?)
-        .stderr(output(&config.log_file)?);
     match daemon.execute() {
         daemonize::Outcome::Parent(Ok(_)) => {
             drop(writer);
@@ -452,17 +591,41 @@ fn daemonize(config: &Config) -> Result<Option<std::fs::File>, String> {
             }
             let why = answer.trim();
             Err(if why.is_empty() {
-                "the background driver failed to start".to_string()
+                match &config.log_file {
+                    Some(path) => format!(
+                        "the background driver stopped before its mount was ready; its \
+                         log file {} says why",
+                        path.display()
+                    ),
+                    None => "the background driver stopped before its mount was ready; \
+                             run without --daemon, or with --log-file, to see why"
+                        .to_string(),
+                }
             } else {
                 why.to_string()
             })
         }
-        daemonize::Outcome::Parent(Err(e)) => Err(format!("cannot detach: {e}")),
+        daemonize::Outcome::Parent(Err(e)) => {
+            Err(format!("cannot start the driver in the background ({e})"))
+        }
+        daemonize::Outcome::Child(Err(e)) => {
+            // Said once, by the waiting parent: this process's stderr may still be the
+            // same terminal.
+            let mut writer = writer;
+            let _ = writeln!(writer, "cannot start the driver in the background ({e})");
+            std::process::exit(1);
+        }
         daemonize::Outcome::Child(Ok(_)) => {
             drop(reader);
-            Ok(Some(writer))
+            let mut pid_file = pid_file;
+            if let Some(pid_file) = &mut pid_file {
+                pid_file.write_pid();
+            }
+            Ok(Some(Detached {
+                ready: writer,
+                pid_file,
+            }))
         }
-        daemonize::Outcome::Child(Err(e)) => Err(format!("cannot detach: {e}")),
     }
 }
 
@@ -513,27 +676,14 @@ pub fn run(config: Config) -> Result<(), String> {
         return Err(format!("--cwd {} is not a directory", config.cwd.display()));
     }
     crate::log::set_verbose(config.verbose);
-    let mut ready_pipe = daemonize(&config)?;
-    let detached = ready_pipe.is_some();
-    let result = serve(&config, policy, &mut ready_pipe);
+    let (mut ready_pipe, pid_file) = match daemonize(&config)? {
+        Some(detached) => (Some(detached.ready), detached.pid_file),
+        None => (None, None),
+    };
+    crate::panics::install();
+    let result = serve(&config, policy, &mut ready_pipe, pid_file);
     if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {
         let _ = writeln!(pipe, "{message}");
-    }
-    // The daemon that wrote the pid file takes it away as it ends, if it still names
-    // this process: one removed by hand, or written since by another daemon, is left
-    // be. (One that could not detach, say because another holds the file, returned
-    // above.)
-    if let (true, Some(pid_file)) = (detached, &config.pid_file) {
-        let ours = std::fs::read_to_string(pid_file)
-            .is_ok_and(|text| text.trim() == std::process::id().to_string());
-        if ours {
-            if let Err(error) = std::fs::remove_file(pid_file) {
-                log(&format!(
-                    "cannot remove the pid file {}: {error}",
-                    pid_file.display()
-                ));
-            }
-        }
     }
     result
 }
@@ -542,6 +692,7 @@ fn serve(
     config: &Config,
     policy: Arc<Policy>,
     ready_pipe: &mut Option<std::fs::File>,
+    pid_file: Option<PidFile>,
 ) -> Result<(), String> {
     let signals = block_signals();
     // In this order: a second driver on a live mount or on a state directory in use
@@ -549,6 +700,9 @@ fn serve(
     // read or written before its lock is held (until this function returns).
     refuse_live_mount(&config.path)?;
     let _state_lock = crate::spool::prepare_dir(&config.state_dir)?;
+    // Dropped (the file removed) before the state directory's lock: `--unmount` waits
+    // for that lock, and returns only once the pid file is gone.
+    let _pid_file = pid_file;
     prepare_mount_point(&config.path)?;
     // Where the kernel will list the mount (a symbolic link resolved), found before it
     // is mounted: afterwards a look at the path would be a request to this very driver.
@@ -686,10 +840,33 @@ fn serve(
         if detached(&config.path, &mount_point, &mut listed) {
             break Stop::Detached;
         }
+        if let Some(why) = crate::panics::fatal() {
+            break Stop::Panic(why);
+        }
         if let Some(signal) = wait_signal(&signals, Duration::from_millis(200)) {
             break Stop::Signal(signal);
         }
     };
+    if let Stop::Panic(_) = cause {
+        // Stopping in order after a panic may meet what the panic left undone (a
+        // thread that will never report): past the time an orderly stop takes, the
+        // mount is detached and the driver exits all the same, never left wedged.
+        let limit = config.kill_grace + Duration::from_secs(10);
+        let path = config.path.clone();
+        let _ = std::thread::Builder::new()
+            .name("tfs-last-resort".into())
+            .spawn(move || {
+                std::thread::sleep(limit);
+                log(&format!(
+                    "the driver did not stop in order within {} s after a panic; it \
+                     detaches its mount and exits now",
+                    limit.as_secs()
+                ));
+                let _ = detach(&path);
+                // SAFETY: _exit ends the process at once; nothing here is left to run.
+                unsafe { libc::_exit(PANIC_EXIT) };
+            });
+    }
     // Closing first: a start racing this (a settle time running out, a lookup) either
     // is counted here or does not happen.
     let running = supervisor.close();
@@ -722,8 +899,16 @@ fn serve(
     spool.save_last_reads();
     spool.sync();
     log("stopped");
-    Ok(())
+    match cause {
+        Stop::Panic(why) => Err(format!(
+            "the driver stopped after an internal error ({why}); its log has the panic"
+        )),
+        _ => Ok(()),
+    }
 }
+
+/// The exit status of a driver that a panic stopped without an orderly stop.
+const PANIC_EXIT: i32 = 70;
 
 #[cfg(test)]
 mod tests {

@@ -71,7 +71,9 @@ pub struct Cli {
     /// Unmount the tree at --path (live or left behind by a crash) and exit. On Linux it
     /// then waits up to --kill-grace plus 5 s for the mount's driver to let go, and
     /// aborts its FUSE connection if it has not (a driver that does not answer): what
-    /// waited on the mount gets an error
+    /// waited on the mount gets an error. It returns once the driver has exited (its
+    /// pid file gone, its --state-dir free), so a new mount may start at once. Exit
+    /// status: 0 unmounted, 32 nothing was mounted there (as umount(8)), 1 failed
     #[arg(long)]
     pub unmount: bool,
 
@@ -128,8 +130,9 @@ pub struct Cli {
     #[arg(long)]
     pub(crate) allowlist: bool,
 
-    /// The audit log of every decision [default: $XDG_STATE_HOME/terminalfs/audit.jsonl,
-    /// else ~/.local/state/terminalfs/audit.jsonl]
+    /// The audit log of every decision (created 0600; a symbolic link is refused)
+    /// [default: $XDG_STATE_HOME/terminalfs/audit.jsonl, else
+    /// ~/.local/state/terminalfs/audit.jsonl]
     #[arg(long, value_name = "FILE")]
     pub(crate) audit_log: Option<PathBuf>,
 
@@ -141,11 +144,13 @@ pub struct Cli {
     #[arg(long, short)]
     pub(crate) verbose: bool,
 
-    /// With --daemon: write the driver's pid here (removed when it stops)
+    /// With --daemon: write the driver's pid here (created 0600, locked while it runs,
+    /// removed when it stops; a symbolic link is refused)
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub(crate) pid_file: Option<PathBuf>,
 
-    /// With --daemon: append the log here [default: discarded]
+    /// With --daemon: append the log here (created 0600; a symbolic link is refused;
+    /// rotated past 16 MiB like the audit log, three old files kept) [default: discarded]
     #[arg(long, value_name = "FILE", requires = "daemon")]
     pub(crate) log_file: Option<PathBuf>,
 
@@ -199,6 +204,11 @@ pub enum Subcommand {
 }
 
 impl Cli {
+    /// `--state-dir` as given (`--unmount` waits for the driver holding it).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.state_dir.clone()
+    }
+
     /// Checks the flags that name files and directories before anything is mounted or
     /// created: a value that cannot work is a usage error, which names the flag and
     /// exits 2 like any other bad value. (A missing settings file is not a bad value:

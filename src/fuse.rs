@@ -24,6 +24,7 @@ use crate::fs::stderr::stderr_job;
 use crate::fs::{
     Attr, Error as TreeError, Hooks, Kind, Later, Lookup, OpenMode, Read, Tree, Write, ANY_JOB,
 };
+use crate::panics::Site;
 use crate::supervisor::News;
 use crossbeam_channel::{Receiver, Sender};
 use fuser::{
@@ -290,19 +291,29 @@ impl Lot {
         };
         let mut back = Vec::new();
         for parked in taken {
-            if parked.deadline <= look.now {
-                finish_due(tree, parked);
-                continue;
-            }
-            match look.check_signals.then(|| caller(parked.pid)) {
-                Some(Caller::Signalled) => finish_interrupted(parked),
-                Some(Caller::Gone) => finish_aborted(parked),
-                Some(Caller::Waiting) | None => {
-                    if let Some(parked) = retry(tree, parked) {
-                        back.push(parked);
+            // A panic while one parked reply is answered fails that reply alone
+            // (dropped, it answers EIO), as when a request is served.
+            let answered = crate::panics::guard(
+                || "answering a parked FUSE request".to_string(),
+                || {
+                    if crate::panics::broken() {
+                        return fail_parked(parked.op, libc::EIO, STOPPING_BROKEN);
                     }
-                }
-            }
+                    if parked.deadline <= look.now {
+                        return finish_due(tree, parked);
+                    }
+                    match look.check_signals.then(|| caller(parked.pid)) {
+                        Some(Caller::Signalled) => finish_interrupted(parked),
+                        Some(Caller::Gone) => finish_aborted(parked),
+                        Some(Caller::Waiting) | None => {
+                            if let Some(parked) = retry(tree, parked) {
+                                back.push(parked);
+                            }
+                        }
+                    }
+                },
+            );
+            let _ = answered;
         }
         if back.is_empty() {
             return;
@@ -315,6 +326,19 @@ impl Lot {
         // The lot closed while these were out: nothing more will come.
         drop(parked);
         for parked in back {
+            finish_timed_out(tree, parked);
+        }
+    }
+
+    /// Closes the lot as the driver stops, answering every parked reply as if its
+    /// deadline had passed.
+    fn close(&self, tree: &Tree) {
+        let all: Vec<Parked> = {
+            let mut parked = self.parked.lock();
+            self.closed.store(true, Ordering::SeqCst);
+            std::mem::take(&mut *parked)
+        };
+        for parked in all {
             finish_timed_out(tree, parked);
         }
     }
@@ -383,6 +407,8 @@ pub struct Parts {
 
 pub struct Waker {
     wakes: Wakes,
+    tree: Arc<Tree>,
+    lot: Arc<Lot>,
     thread: Option<JoinHandle<()>>,
     ticker: Sender<Tick>,
     ticker_thread: Option<JoinHandle<()>>,
@@ -407,6 +433,8 @@ impl Waker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // The waker closes the lot as it stops; one that a panic ended could not.
+        self.lot.close(&self.tree);
     }
 }
 
@@ -448,9 +476,14 @@ pub fn build(tree: Arc<Tree>, wakes: Wakes, receiver: Receiver<Wake>) -> Parts {
         .spawn(move || run_ticker(&ticker_tree, &ticks))
         .expect("the ticker thread can be spawned at start-up");
     Parts {
-        driver: Driver { tree, lot },
+        driver: Driver {
+            tree: tree.clone(),
+            lot: lot.clone(),
+        },
         waker: Waker {
             wakes,
+            tree,
+            lot,
             thread: Some(thread),
             ticker,
             ticker_thread: Some(ticker_thread),
@@ -470,6 +503,11 @@ fn run_ticker(tree: &Tree, ticks: &Receiver<Tick>) {
             Ok(Tick::Stop) => return,
             Ok(Tick::Start) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        }
+        crate::panics::thread_turn("ticker");
+        if crate::panics::broken() {
+            // Nothing more is started or ticked from a half-updated tree.
+            continue;
         }
         // Starts asked for go first: a tick may take a while with many commands.
         more = tree.start_until(Some(last_tick + TICK));
@@ -491,6 +529,7 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
         let mut jobs = HashSet::new();
         let mut lookups = false;
         let mut shutdown = false;
+        crate::panics::thread_turn("waker");
         let first = receiver.recv_timeout(TICK);
         for wake in first.into_iter().chain(receiver.try_iter()) {
             match wake {
@@ -502,15 +541,7 @@ fn run_waker(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
             }
         }
         if shutdown {
-            let all: Vec<Parked> = {
-                let mut parked = lot.parked.lock();
-                lot.closed.store(true, Ordering::SeqCst);
-                std::mem::take(&mut *parked)
-            };
-            for parked in all {
-                finish_timed_out(&tree, parked);
-            }
-            return;
+            return lot.close(&tree);
         }
         let now = Instant::now();
         let check_signals = now.duration_since(last_signal_check) >= Duration::from_millis(100);
@@ -626,9 +657,16 @@ fn finish_due(tree: &Tree, parked: Parked) {
     }
 }
 
+/// Why a parked reply is failed once a panic has left shared state half-updated.
+const STOPPING_BROKEN: &str = "the driver is stopping after an internal error";
+
 /// Answers a parked reply whose wait is over without an answer: its deadline passed,
-/// or the driver is stopping.
+/// or the driver is stopping (after a panic that left the tree half-updated, with EIO
+/// and without asking the tree).
 fn finish_timed_out(tree: &Tree, parked: Parked) {
+    if crate::panics::broken() {
+        return fail_parked(parked.op, libc::EIO, STOPPING_BROKEN);
+    }
     match parked.op {
         Op::Read {
             fh,
@@ -848,6 +886,17 @@ impl Driver {
     fn owner(&self) -> (u32, u32) {
         owner(&self.tree)
     }
+
+    /// Serves one request. A panic in `work` is logged once and its reply, dropped on
+    /// the way out, answers EIO (see [`crate::panics`]); once a panic has left the
+    /// tree half-updated, nothing more is served from it: every request gets EIO
+    /// while the driver stops.
+    fn serve(&self, operation: &str, work: impl FnOnce()) {
+        if crate::panics::broken() {
+            return drop(work);
+        }
+        crate::panics::guard(|| format!("serving a FUSE {operation} request"), work);
+    }
 }
 
 impl Filesystem for Driver {
@@ -865,58 +914,71 @@ impl Filesystem for Driver {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        if parent.0 == crate::fs::names::ROOT {
-            match self.tree.stderr_lookup(name.as_bytes(), req.pid()) {
-                Some(Ok(attr)) => return reply_entry(reply, &attr, self.owner()),
-                Some(Err(e)) => {
-                    return reply.error(failed(
-                        "lookup",
-                        format_args!("{}/{:?} by pid {}", parent.0, name, req.pid()),
-                        e,
-                    ))
-                }
-                None => {}
+        self.serve("lookup", || {
+            if crate::panics::injected(Site::Lookup, name.as_bytes()) {
+                panic!("a panic injected for a test");
             }
-        }
-        match self.tree.lookup_as(parent.0, name.as_bytes(), req.pid()) {
-            Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
-            Ok(Lookup::Later(later)) => self.lot.park(
-                &self.tree,
-                Awaited::Release,
-                req.pid(),
-                Instant::now()
-                    + match later {
-                        Later::Close => LOOKUP_PATIENCE,
-                        Later::Start => self.tree.config().wait_timeout,
+            if crate::panics::injected(Site::Locked, name.as_bytes()) {
+                self.tree.panic_holding_lock();
+            }
+            crate::panics::note_lookup(name.as_bytes());
+            if parent.0 == crate::fs::names::ROOT {
+                match self.tree.stderr_lookup(name.as_bytes(), req.pid()) {
+                    Some(Ok(attr)) => return reply_entry(reply, &attr, self.owner()),
+                    Some(Err(e)) => {
+                        return reply.error(failed(
+                            "lookup",
+                            format_args!("{}/{:?} by pid {}", parent.0, name, req.pid()),
+                            e,
+                        ))
+                    }
+                    None => {}
+                }
+            }
+            match self.tree.lookup_as(parent.0, name.as_bytes(), req.pid()) {
+                Ok(Lookup::Found(attr)) => reply_entry(reply, &attr, self.owner()),
+                Ok(Lookup::Later(later)) => self.lot.park(
+                    &self.tree,
+                    Awaited::Release,
+                    req.pid(),
+                    Instant::now()
+                        + match later {
+                            Later::Close => LOOKUP_PATIENCE,
+                            Later::Start => self.tree.config().wait_timeout,
+                        },
+                    Op::Lookup {
+                        parent: parent.0,
+                        name: name.to_os_string(),
+                        reply,
                     },
-                Op::Lookup {
-                    parent: parent.0,
-                    name: name.to_os_string(),
-                    reply,
-                },
-            ),
-            Err(e) => reply.error(failed("lookup", format_args!("{}/{:?}", parent.0, name), e)),
-        }
+                ),
+                Err(e) => reply.error(failed("lookup", format_args!("{}/{:?}", parent.0, name), e)),
+            }
+        });
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        if stderr_job(ino.0).is_some() {
-            return;
-        }
-        self.tree.forget(ino.0, nlookup);
+        self.serve("forget", || {
+            if stderr_job(ino.0).is_some() {
+                return;
+            }
+            self.tree.forget(ino.0, nlookup);
+        });
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        if let Some(id) = stderr_job(ino.0) {
-            return reply.attr(
-                &TTL,
-                &file_attr(&self.tree.stderr_getattr(id), self.owner()),
-            );
-        }
-        match self.tree.getattr_as(ino.0, fh.map(|fh| fh.0), req.pid()) {
-            Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr, self.owner())),
-            Err(e) => reply.error(failed("getattr", format_args!("inode {}", ino.0), e)),
-        }
+        self.serve("getattr", || {
+            if let Some(id) = stderr_job(ino.0) {
+                return reply.attr(
+                    &TTL,
+                    &file_attr(&self.tree.stderr_getattr(id), self.owner()),
+                );
+            }
+            match self.tree.getattr_as(ino.0, fh.map(|fh| fh.0), req.pid()) {
+                Ok(attr) => reply.attr(&attr_ttl(&attr), &file_attr(&attr, self.owner())),
+                Err(e) => reply.error(failed("getattr", format_args!("inode {}", ino.0), e)),
+            }
+        });
     }
 
     fn setattr(
@@ -937,25 +999,27 @@ impl Filesystem for Driver {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        if mode.is_some() || uid.is_some() || gid.is_some() {
-            return reply.error(refused(
-                "setattr",
-                format_args!("inode {}", ino.0),
-                libc::EPERM,
-                "modes and owners are fixed",
-            ));
-        }
-        if let Some(id) = stderr_job(ino.0) {
-            // `> /dev/stderr` truncates: an append-only stream has nothing to cut.
-            return reply.attr(
-                &TTL,
-                &file_attr(&self.tree.stderr_getattr(id), self.owner()),
-            );
-        }
-        match self.tree.setattr(ino.0, size) {
-            Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
-            Err(e) => reply.error(failed("setattr", format_args!("inode {}", ino.0), e)),
-        }
+        self.serve("setattr", || {
+            if mode.is_some() || uid.is_some() || gid.is_some() {
+                return reply.error(refused(
+                    "setattr",
+                    format_args!("inode {}", ino.0),
+                    libc::EPERM,
+                    "modes and owners are fixed",
+                ));
+            }
+            if let Some(id) = stderr_job(ino.0) {
+                // `> /dev/stderr` truncates: an append-only stream has nothing to cut.
+                return reply.attr(
+                    &TTL,
+                    &file_attr(&self.tree.stderr_getattr(id), self.owner()),
+                );
+            }
+            match self.tree.setattr(ino.0, size) {
+                Ok(attr) => reply.attr(&TTL, &file_attr(&attr, self.owner())),
+                Err(e) => reply.error(failed("setattr", format_args!("inode {}", ino.0), e)),
+            }
+        });
     }
 
     fn mknod(
@@ -968,27 +1032,29 @@ impl Filesystem for Driver {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        // The mode constants are u16 on macOS and u32 on Linux.
-        #[allow(clippy::unnecessary_cast)]
-        let (format, regular) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
-        if mode & format != regular {
-            return reply.error(refused(
-                "mknod",
-                format_args!("{}/{:?}", parent.0, name),
-                libc::EPERM,
-                "only regular files can be made",
-            ));
-        }
-        match self
-            .tree
-            .create(parent.0, name.as_bytes(), OpenMode::default())
-        {
-            Ok((attr, opened)) => {
-                self.tree.release(opened.fh);
-                reply_entry(reply, &attr, self.owner());
+        self.serve("mknod", || {
+            // The mode constants are u16 on macOS and u32 on Linux.
+            #[allow(clippy::unnecessary_cast)]
+            let (format, regular) = (libc::S_IFMT as u32, libc::S_IFREG as u32);
+            if mode & format != regular {
+                return reply.error(refused(
+                    "mknod",
+                    format_args!("{}/{:?}", parent.0, name),
+                    libc::EPERM,
+                    "only regular files can be made",
+                ));
             }
-            Err(e) => reply.error(failed("mknod", format_args!("{}/{:?}", parent.0, name), e)),
-        }
+            match self
+                .tree
+                .create(parent.0, name.as_bytes(), OpenMode::default())
+            {
+                Ok((attr, opened)) => {
+                    self.tree.release(opened.fh);
+                    reply_entry(reply, &attr, self.owner());
+                }
+                Err(e) => reply.error(failed("mknod", format_args!("{}/{:?}", parent.0, name), e)),
+            }
+        });
     }
 
     fn mkdir(
@@ -1000,26 +1066,32 @@ impl Filesystem for Driver {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        reply.error(refused(
-            "mkdir",
-            format_args!("{}/{:?}", parent.0, name),
-            libc::EPERM,
-            "directories are made by the tree, not by mkdir",
-        ));
+        self.serve("mkdir", || {
+            reply.error(refused(
+                "mkdir",
+                format_args!("{}/{:?}", parent.0, name),
+                libc::EPERM,
+                "directories are made by the tree, not by mkdir",
+            ));
+        });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.tree.unlink_as(parent.0, name.as_bytes(), req.pid()) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(failed("unlink", format_args!("{}/{:?}", parent.0, name), e)),
-        }
+        self.serve("unlink", || {
+            match self.tree.unlink_as(parent.0, name.as_bytes(), req.pid()) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(failed("unlink", format_args!("{}/{:?}", parent.0, name), e)),
+            }
+        });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self.tree.rmdir(parent.0, name.as_bytes()) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(failed("rmdir", format_args!("{}/{:?}", parent.0, name), e)),
-        }
+        self.serve("rmdir", || {
+            match self.tree.rmdir(parent.0, name.as_bytes()) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(failed("rmdir", format_args!("{}/{:?}", parent.0, name), e)),
+            }
+        });
     }
 
     fn rename(
@@ -1032,57 +1104,61 @@ impl Filesystem for Driver {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        #[cfg(target_os = "linux")]
-        if flags.contains(RenameFlags::RENAME_EXCHANGE) {
-            return reply.error(refused(
-                "rename",
-                format_args!("{}/{:?}", parent.0, name),
-                libc::EINVAL,
-                "drafts cannot be exchanged",
-            ));
-        }
-        let _ = flags;
-        match self
-            .tree
-            .rename(parent.0, name.as_bytes(), newparent.0, newname.as_bytes())
-        {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(failed(
-                "rename",
-                format_args!("{}/{:?} to {}/{:?}", parent.0, name, newparent.0, newname),
-                e,
-            )),
-        }
+        self.serve("rename", || {
+            #[cfg(target_os = "linux")]
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                return reply.error(refused(
+                    "rename",
+                    format_args!("{}/{:?}", parent.0, name),
+                    libc::EINVAL,
+                    "drafts cannot be exchanged",
+                ));
+            }
+            let _ = flags;
+            match self
+                .tree
+                .rename(parent.0, name.as_bytes(), newparent.0, newname.as_bytes())
+            {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(failed(
+                    "rename",
+                    format_args!("{}/{:?} to {}/{:?}", parent.0, name, newparent.0, newname),
+                    e,
+                )),
+            }
+        });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if let Some(id) = stderr_job(ino.0) {
-            if !open_mode(flags.0).write {
-                return reply.error(refused(
-                    "open",
-                    format_args!("inode {} by pid {}", ino.0, req.pid()),
-                    libc::EACCES,
-                    "a command's stderr file is written, never read",
-                ));
+        self.serve("open", || {
+            if let Some(id) = stderr_job(ino.0) {
+                if !open_mode(flags.0).write {
+                    return reply.error(refused(
+                        "open",
+                        format_args!("inode {} by pid {}", ino.0, req.pid()),
+                        libc::EACCES,
+                        "a command's stderr file is written, never read",
+                    ));
+                }
+                return match self.tree.stderr_open(id, req.pid()) {
+                    // Direct I/O: each write reaches the supervisor while its writer waits.
+                    // No FLUSH: a command's exit need not wait for one.
+                    Ok(()) => reply.opened(FileHandle(0), open_flags(true, false)),
+                    Err(e) => reply.error(failed(
+                        "open",
+                        format_args!("inode {} by pid {}", ino.0, req.pid()),
+                        e,
+                    )),
+                };
             }
-            return match self.tree.stderr_open(id, req.pid()) {
-                // Direct I/O: each write reaches the supervisor while its writer waits.
-                // No FLUSH: a command's exit need not wait for one.
-                Ok(()) => reply.opened(FileHandle(0), open_flags(true, false)),
-                Err(e) => reply.error(failed(
-                    "open",
-                    format_args!("inode {} by pid {}", ino.0, req.pid()),
-                    e,
-                )),
-            };
-        }
-        match self.tree.open_as(ino.0, open_mode(flags.0), req.pid()) {
-            Ok(opened) => reply.opened(
-                FileHandle(opened.fh),
-                open_flags(opened.direct_io, opened.flush),
-            ),
-            Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
-        }
+            match self.tree.open_as(ino.0, open_mode(flags.0), req.pid()) {
+                Ok(opened) => reply.opened(
+                    FileHandle(opened.fh),
+                    open_flags(opened.direct_io, opened.flush),
+                ),
+                Err(e) => reply.error(failed("open", format_args!("inode {}", ino.0), e)),
+            }
+        });
     }
 
     fn read(
@@ -1096,7 +1172,7 @@ impl Filesystem for Driver {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.tree.read(fh.0, offset, size) {
+        self.serve("read", || match self.tree.read(fh.0, offset, size) {
             Ok(Read::Data(bytes)) => reply.data(&bytes),
             Ok(Read::Pending { job, news }) => self.lot.park(
                 &self.tree,
@@ -1127,7 +1203,7 @@ impl Filesystem for Driver {
                 format_args!("inode {} fh {}", ino.0, fh.0),
                 e,
             )),
-        }
+        });
     }
 
     fn write(
@@ -1142,31 +1218,33 @@ impl Filesystem for Driver {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if let Some(id) = stderr_job(ino.0) {
-            return match self.tree.stderr_write(id, data) {
-                Ok(n) => reply.written(n),
-                Err(e) => reply.error(failed("write", format_args!("inode {}", ino.0), e)),
-            };
-        }
-        match self.tree.write(fh.0, offset, data) {
-            Ok(Write::Done(n)) => reply.written(n),
-            Ok(Write::Pending { job }) => self.lot.park(
-                &self.tree,
-                Awaited::Job(job, News::State),
-                req.pid(),
-                Instant::now() + INPUT_HOLD.min(self.tree.config().wait_timeout),
-                Op::Write {
-                    fh: fh.0,
-                    data: data.to_vec(),
-                    reply,
-                },
-            ),
-            Err(e) => reply.error(failed(
-                "write",
-                format_args!("inode {} fh {}", ino.0, fh.0),
-                e,
-            )),
-        }
+        self.serve("write", || {
+            if let Some(id) = stderr_job(ino.0) {
+                return match self.tree.stderr_write(id, data) {
+                    Ok(n) => reply.written(n),
+                    Err(e) => reply.error(failed("write", format_args!("inode {}", ino.0), e)),
+                };
+            }
+            match self.tree.write(fh.0, offset, data) {
+                Ok(Write::Done(n)) => reply.written(n),
+                Ok(Write::Pending { job }) => self.lot.park(
+                    &self.tree,
+                    Awaited::Job(job, News::State),
+                    req.pid(),
+                    Instant::now() + INPUT_HOLD.min(self.tree.config().wait_timeout),
+                    Op::Write {
+                        fh: fh.0,
+                        data: data.to_vec(),
+                        reply,
+                    },
+                ),
+                Err(e) => reply.error(failed(
+                    "write",
+                    format_args!("inode {} fh {}", ino.0, fh.0),
+                    e,
+                )),
+            }
+        });
     }
 
     fn flush(
@@ -1177,17 +1255,19 @@ impl Filesystem for Driver {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        if stderr_job(ino.0).is_some() {
-            return reply.ok();
-        }
-        match self.tree.flush(fh.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(failed(
-                "flush",
-                format_args!("inode {} fh {}", ino.0, fh.0),
-                e,
-            )),
-        }
+        self.serve("flush", || {
+            if stderr_job(ino.0).is_some() {
+                return reply.ok();
+            }
+            match self.tree.flush(fh.0) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(failed(
+                    "flush",
+                    format_args!("inode {} fh {}", ino.0, fh.0),
+                    e,
+                )),
+            }
+        });
     }
 
     fn release(
@@ -1200,20 +1280,22 @@ impl Filesystem for Driver {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        if let Some(id) = stderr_job(ino.0) {
+        self.serve("release", || {
+            if let Some(id) = stderr_job(ino.0) {
+                reply.ok();
+                return self.tree.stderr_release(id);
+            }
+            self.tree.release(fh.0);
             reply.ok();
-            return self.tree.stderr_release(id);
-        }
-        self.tree.release(fh.0);
-        reply.ok();
-        self.lot.wakes.released();
+            self.lot.wakes.released();
+        });
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.tree.opendir(ino.0) {
+        self.serve("opendir", || match self.tree.opendir(ino.0) {
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(failed("opendir", format_args!("inode {}", ino.0), e)),
-        }
+        });
     }
 
     fn readdir(
@@ -1224,7 +1306,7 @@ impl Filesystem for Driver {
         offset: u64,
         reply: ReplyDirectory,
     ) {
-        match self.tree.readdir(fh.0, offset) {
+        self.serve("readdir", || match self.tree.readdir(fh.0, offset) {
             Ok(Some(entries)) => reply_listing(reply, offset, entries),
             Ok(None) => self.lot.park(
                 &self.tree,
@@ -1238,7 +1320,7 @@ impl Filesystem for Driver {
                 },
             ),
             Err(e) => reply.error(failed("readdir", format_args!("fh {}", fh.0), e)),
-        }
+        });
     }
 
     fn releasedir(
@@ -1249,8 +1331,10 @@ impl Filesystem for Driver {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.tree.releasedir(fh.0);
-        reply.ok();
+        self.serve("releasedir", || {
+            self.tree.releasedir(fh.0);
+            reply.ok();
+        });
     }
 
     fn create(
@@ -1263,18 +1347,20 @@ impl Filesystem for Driver {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self
-            .tree
-            .create(parent.0, name.as_bytes(), open_mode(flags))
-        {
-            Ok((attr, opened)) => reply.created(
-                &TTL,
-                &file_attr(&attr, self.owner()),
-                Generation(0),
-                FileHandle(opened.fh),
-                open_flags(opened.direct_io, opened.flush),
-            ),
-            Err(e) => reply.error(failed("create", format_args!("{}/{:?}", parent.0, name), e)),
-        }
+        self.serve("create", || {
+            match self
+                .tree
+                .create(parent.0, name.as_bytes(), open_mode(flags))
+            {
+                Ok((attr, opened)) => reply.created(
+                    &TTL,
+                    &file_attr(&attr, self.owner()),
+                    Generation(0),
+                    FileHandle(opened.fh),
+                    open_flags(opened.direct_io, opened.flush),
+                ),
+                Err(e) => reply.error(failed("create", format_args!("{}/{:?}", parent.0, name), e)),
+            }
+        });
     }
 }

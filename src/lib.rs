@@ -9,6 +9,8 @@ pub(crate) mod fs;
 pub(crate) mod fuse;
 pub(crate) mod log;
 pub(crate) mod mounts;
+pub(crate) mod owned;
+pub(crate) mod panics;
 pub(crate) mod paths;
 pub(crate) mod policy;
 pub(crate) mod selftest;
@@ -18,7 +20,7 @@ pub(crate) mod time;
 pub(crate) mod units;
 
 /// Serving a mount, and cleaning up after one (`--unmount`).
-pub use app::{clean_up, run};
+pub use app::{clean_up, run, Unmounted, NOTHING_MOUNTED};
 /// The command line and the configuration built from it.
 pub use cli::{completion_script, man_page, Cli, Subcommand};
 pub use config::{absolute, default_mount_path, working_dir, Config};

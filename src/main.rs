@@ -3,7 +3,9 @@
 use clap::Parser;
 use std::io::{Read, Write};
 use std::path::Path;
-use terminalfs::{absolute, default_mount_path, working_dir, Cli, Config, Policy, Subcommand};
+use terminalfs::{
+    absolute, default_mount_path, working_dir, Cli, Config, Policy, Subcommand, Unmounted,
+};
 
 fn main() {
     // The driver runs this binary again as its spawner process.
@@ -30,7 +32,8 @@ fn main() {
         );
     }
     let code = match run(&cli) {
-        Ok(()) => 0,
+        Ok(Done::Done) => 0,
+        Ok(Done::NothingMounted) => terminalfs::NOTHING_MOUNTED,
         Err(message) => {
             report(&message);
             1
@@ -39,15 +42,22 @@ fn main() {
     std::process::exit(code);
 }
 
-fn run(cli: &Cli) -> Result<(), String> {
+/// How a run that did not fail ended.
+enum Done {
+    Done,
+    /// `--unmount` found nothing mounted.
+    NothingMounted,
+}
+
+fn run(cli: &Cli) -> Result<Done, String> {
     // Packaging helpers: they read no settings and mount nothing.
     if let Some(shell) = cli.completions {
-        return print_bytes(&terminalfs::completion_script(shell));
+        return print_bytes(&terminalfs::completion_script(shell)).map(|()| Done::Done);
     }
     if let Some(subcommand) = &cli.man {
         let page = terminalfs::man_page(subcommand.as_deref())
             .map_err(|e| format!("cannot render the man page: {e}"))?;
-        return print_bytes(&page);
+        return print_bytes(&page).map(|()| Done::Done);
     }
     if let Some(file) = &cli.init_settings {
         let path = absolute(
@@ -61,7 +71,7 @@ fn run(cli: &Cli) -> Result<(), String> {
             "terminalfs: wrote the default settings to {}",
             path.display()
         );
-        return Ok(());
+        return Ok(Done::Done);
     }
     if let Some(Subcommand::Selftest { path }) = &cli.command {
         let path = absolute(
@@ -79,23 +89,31 @@ fn run(cli: &Cli) -> Result<(), String> {
                 tally.failed + tally.passed
             ));
         }
-        return Ok(());
+        return Ok(Done::Done);
     }
     if cli.unmount {
         let path = absolute(&cli.path.clone().unwrap_or_else(default_mount_path));
         // A driver stops its commands within its kill grace; 5 s more for the rest.
         let patience = cli.kill_grace + std::time::Duration::from_secs(5);
-        println!(
-            "terminalfs: {}",
-            terminalfs::clean_up(&path, cli.force, patience)?
+        let state_dir = cli.state_dir().map(|dir| absolute(&dir));
+        return Ok(
+            match terminalfs::clean_up(&path, state_dir.as_deref(), cli.force, patience)? {
+                Unmounted::Done(message) => {
+                    println!("terminalfs: {message}");
+                    Done::Done
+                }
+                Unmounted::Nothing(message) => {
+                    println!("terminalfs: {message}");
+                    Done::NothingMounted
+                }
+            },
         );
-        return Ok(());
     }
     if let Err(bad) = cli.check_paths() {
         bad.exit();
     }
     let config = Config::from_cli(cli)?;
-    terminalfs::run(config)
+    terminalfs::run(config).map(|()| Done::Done)
 }
 
 /// `terminalfs check`: prints the decision and returns whether the text would run.

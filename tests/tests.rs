@@ -8,6 +8,7 @@ mod capture;
 mod deny;
 mod differential;
 mod drafts;
+mod driver;
 mod edges;
 mod events;
 mod interactive;

@@ -37,6 +37,7 @@ pub use types::{
     Attr, Error, FsResult, Kind, Later, Lookup, OpenMode, Read, TreeConfig, Write, ANY_JOB,
 };
 
+use crate::panics::Watched;
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
 use crate::spool::Spool;
@@ -51,7 +52,8 @@ use std::time::{Instant, SystemTime};
 pub struct Tree {
     config: TreeConfig,
     started: SystemTime,
-    state: Mutex<State>,
+    /// Watched: a panic that unwinds through it stops the driver (see `crate::panics`).
+    state: Watched<State>,
     spawner: Arc<dyn Spawner>,
     policy: Arc<Policy>,
     audit: Option<Audit>,
@@ -61,6 +63,13 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// Panics with the tree's lock held: a test's way to a half-updated tree (see
+    /// `crate::panics::Site::Locked`).
+    pub fn panic_holding_lock(&self) {
+        let _state = self.state.lock();
+        panic!("a panic injected for a test, with the tree's lock held");
+    }
+
     pub fn new(
         config: TreeConfig,
         spawner: Arc<dyn Spawner>,
@@ -70,7 +79,7 @@ impl Tree {
         Tree {
             config,
             started: SystemTime::now(),
-            state: Mutex::new(State::new()),
+            state: Watched::new(State::new()),
             spawner,
             policy,
             audit,

@@ -7,6 +7,8 @@
 //! threads never interleave. Failures are returned, never panicked on: the caller decides
 //! whether a command may run without its audit line.
 //!
+//! The file is never opened through a symbolic link, and only when the user owns it.
+//!
 //! The log is bounded: a command longer than [`MAX_TEXT`] keeps only its first
 //! [`MAX_TEXT`] bytes in `command`, with `command_bytes` (its whole length) and
 //! `command_sha256` (of the whole text) to identify it, and `command_truncated: true`.
@@ -15,7 +17,7 @@
 
 use std::fs::{self, File};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -65,12 +67,6 @@ impl Audit {
         let meta = file
             .metadata()
             .map_err(|err| format!("cannot stat audit log {}: {err}", path.display()))?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            file.set_permissions(fs::Permissions::from_mode(0o600))
-                .map_err(|err| {
-                    format!("cannot make audit log {} private: {err}", path.display())
-                })?;
-        }
         Ok(Audit {
             path: path.to_owned(),
             rotate_at,
@@ -126,13 +122,10 @@ impl Audit {
     }
 }
 
+/// Opens the log for appending: never through a symbolic link, only the user's own
+/// file, private (see [`crate::owned::open`]).
 fn open_log(path: &Path) -> Result<File, String> {
-    fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|err| format!("cannot open audit log {}: {err}", path.display()))
+    crate::owned::open(path, "audit log", crate::owned::Access::Append).map_err(|e| e.to_string())
 }
 
 /// The first [`MAX_TEXT`] bytes of `command`, cut at a character boundary.
@@ -189,6 +182,7 @@ pub use crate::time::rfc3339;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn records_are_json_lines_in_a_private_file() {

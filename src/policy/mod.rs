@@ -157,24 +157,18 @@ pub fn plain_refusal(text: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// The reason given when the checker itself failed (a panic) on a text: the text is
-/// refused, never run unchecked.
-pub const CHECKER_FAILED_REASON: &str =
-    "refused: the checker failed on this text (an internal error, logged), so it is not run";
+/// The reason given for a text whose check panicked: the driver logs the panic, the
+/// text is refused, and nothing else is lost.
+pub const CHECKER_FAILED: &str = "refused: the checker failed on this text (an internal \
+     error, logged by the driver); nothing ran";
 
-/// The refusal given when the checker failed on a text.
-pub fn checker_failed() -> Verdict {
-    refusal(CHECKER_FAILED_REASON.to_owned())
-}
-
-/// Runs one decision, turning a panic inside it into None so that the caller gets a
-/// refusal instead of unwinding into the thread that asked (a FUSE worker). This is
-/// sound because a decision's state lives in that one call: the splitter, the
-/// candidates and the caches are built afresh for each text, and the shared rules are
-/// only read (an `Arc` snapshot; the settings lock is not held while rules run), so a
-/// panic half way leaves nothing half changed for the next call.
-fn guarded<T>(decide: impl FnOnce() -> T) -> Option<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide)).ok()
+/// What a panic's log entry says was being done: checking a text, named as the audit
+/// log names a long one.
+fn checking(text: &[u8]) -> String {
+    format!(
+        "checking a command's text ({})",
+        crate::log::capped(&String::from_utf8_lossy(text))
+    )
 }
 
 /// A refusal that names no rule.
@@ -317,12 +311,21 @@ impl Policy {
     /// UTF-8 are read lossily. The directory the text starts in is taken as unknown (a
     /// shell's script may follow a `cd` written to it before).
     pub fn check(&self, text: &[u8]) -> Verdict {
-        guarded(|| self.check_unguarded(text)).unwrap_or_else(checker_failed)
+        crate::panics::guard(
+            || checking(text),
+            || {
+                if crate::panics::injected(crate::panics::Site::Check, text) {
+                    panic!("a panic injected for a test");
+                }
+                #[cfg(test)]
+                tests::panic_if_asked();
+                self.check_rules(text)
+            },
+        )
+        .unwrap_or_else(|| refusal(CHECKER_FAILED.to_string()))
     }
 
-    fn check_unguarded(&self, text: &[u8]) -> Verdict {
-        #[cfg(test)]
-        tests::panic_if_asked();
+    fn check_rules(&self, text: &[u8]) -> Verdict {
         if let Some(reason) = plain_refusal(text) {
             return refusal(reason.to_owned());
         }
@@ -338,8 +341,19 @@ impl Policy {
     /// the rules ([`Policy::check`], with the text starting in the directory given to
     /// [`Policy::with_start_dir`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
-        guarded(|| self.explain_unguarded(text)).unwrap_or_else(|| Explained {
-            verdict: checker_failed(),
+        crate::panics::guard(
+            || checking(text),
+            || {
+                if crate::panics::injected(crate::panics::Site::Check, text) {
+                    panic!("a panic injected for a test");
+                }
+                #[cfg(test)]
+                tests::panic_if_asked();
+                self.explain_unguarded(text)
+            },
+        )
+        .unwrap_or_else(|| Explained {
+            verdict: refusal(CHECKER_FAILED.to_string()),
             commands: Vec::new(),
             written: Vec::new(),
             directives: Directives::default(),
@@ -349,8 +363,6 @@ impl Policy {
     }
 
     fn explain_unguarded(&self, text: &[u8]) -> Explained {
-        #[cfg(test)]
-        tests::panic_if_asked();
         let refused = |reason: String| Explained {
             verdict: refusal(reason),
             commands: Vec::new(),
@@ -651,7 +663,7 @@ impl Policy {
         let policy: Weak<Policy> = Arc::downgrade(self);
         let stop = self.stop_receiver.clone();
         std::thread::Builder::new()
-            .name("terminalfs-settings".to_owned())
+            .name("tfs-settings".to_owned())
             .spawn(move || loop {
                 match stop.recv_timeout(every) {
                     Err(RecvTimeoutError::Timeout) => {}

@@ -1368,10 +1368,10 @@ fn a_panic_in_the_checker_is_a_refusal() {
     let f = default_fixture();
     PANIC_NEXT.with(|flag| flag.set(true));
     let verdict = f.policy.check(b"ls");
-    assert_eq!(verdict, checker_failed());
+    assert_eq!(verdict, refusal(CHECKER_FAILED.to_string()));
     PANIC_NEXT.with(|flag| flag.set(true));
     let explained = f.policy.explain(b"ls");
-    assert_eq!(explained.verdict, checker_failed());
+    assert_eq!(explained.verdict, refusal(CHECKER_FAILED.to_string()));
     assert!(explained
         .report()
         .contains("the checker failed on this text"));

@@ -7,7 +7,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-const LOCK_FILE: &str = "lock";
+pub const LOCK_FILE: &str = "lock";
 
 /// The state directory's lock, held until dropped (or the process ends).
 #[derive(Debug)]

@@ -39,7 +39,7 @@ mod worker;
 
 pub use capture::{Capture, Extent, Held, Stream};
 pub use dir::{default_dir, prepare_dir};
-pub use lock::StateLock;
+pub use lock::{StateLock, LOCK_FILE};
 pub use restore::Restored;
 use restore::*;
 pub use store::Store;

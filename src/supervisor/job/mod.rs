@@ -13,11 +13,11 @@ mod record;
 #[cfg(test)]
 mod tests;
 
+use crate::panics::Watched;
 use crate::spool::{Capture, Extent, Held, Store};
 use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::input::Input;
 use crate::supervisor::terminal::{Screen, TerminalSize};
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -68,7 +68,8 @@ struct State {
 pub struct Job {
     id: u64,
     name: String,
-    state: Mutex<State>,
+    /// Watched: a panic that unwinds through it stops the driver (see `crate::panics`).
+    state: Watched<State>,
     cgroup: Option<CommandCgroup>,
     containment: String,
     /// None only for a command an earlier version ran and recorded without it.
@@ -110,7 +111,7 @@ impl Job {
             memory,
             input,
             kept_screen: None,
-            state: Mutex::new(State {
+            state: Watched::new(State {
                 life: Life::Starting,
                 capture,
                 // The pipes exist from the start; the pump counts them closed.

@@ -158,7 +158,7 @@ impl Job {
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             kept_screen,
-            state: Mutex::new(State {
+            state: Watched::new(State {
                 life: Life::Done(Done {
                     pid: meta["pid"].as_i64().map(|p| p as i32),
                     started_at,

@@ -42,9 +42,10 @@ impl fmt::Display for KeysError {
         match self {
             KeysError::UnknownKey(word) => write!(
                 f,
-                "unknown key name '{word}' (names: Enter, Tab, Escape, BSpace, Space, Up, \
+                "unknown key name '{}' (names: Enter, Tab, Escape, BSpace, Space, Up, \
                  Down, Left, Right, Home, End, PageUp, PageDown, IC, DC, F1-F12, C-x, M-x, \
-                 one character, or 'quoted text'); nothing was sent"
+                 one character, or 'quoted text'); nothing was sent",
+                crate::log::capped(word)
             ),
             KeysError::BadModifier(word) => write!(
                 f,
