@@ -574,3 +574,58 @@ fn the_deny_list_judges_paths_from_the_directory_a_cwd_directive_names() {
     assert!(reason.contains("judged as"), "{reason}");
     assert!(victim.join("kept").exists());
 }
+
+#[test]
+fn every_refusal_at_ctl_is_one_line_of_the_default_log_and_listed_on_the_index() {
+    let mount = Mount::with(crate::common::Options {
+        settings: r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#,
+        ..Default::default()
+    });
+    mount.run("taken", "true");
+    let results = [
+        errno_of(std::fs::write(mount.p("ctl/bad name"), "true")),
+        errno_of(std::fs::write(mount.p("ctl/taken"), "true")),
+        errno_of(std::fs::write(mount.p("ctl/root"), "sudo id\n")),
+        errno_of(std::fs::write(
+            mount.p("ctl/late"),
+            "true\n#terminalfs keep=1s\n",
+        )),
+    ];
+    assert_eq!(
+        results,
+        [
+            Some(libc::EINVAL),
+            Some(libc::EEXIST),
+            Some(libc::EPERM),
+            Some(libc::EINVAL)
+        ]
+    );
+    std::fs::write(mount.p("ctl/a.tmp"), "true").unwrap();
+    let renamed = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/taken"));
+    assert_eq!(errno_of(renamed), Some(libc::EEXIST));
+    let lines = [
+        "a command name is 1 to 64",
+        "`taken` already exists",
+        "refused ctl/root: denied by rule 'Bash(sudo:*)'",
+        "refused ctl/late: refused: a #terminalfs line after the command has begun",
+        "`taken` is taken by a draft or a command",
+    ];
+    for line in lines {
+        mount.wait_for_log(line);
+    }
+    // Each once, though each failed a write and then a close.
+    let log = mount.log();
+    for line in &lines[..4] {
+        assert_eq!(log.matches(line).count(), 1, "{line}:\n{log}");
+    }
+    let index = mount.read("ctl/index.md");
+    for listed in [
+        "`bad name`: a command name",
+        "`taken`: `taken` already exists",
+        "`root`: denied by rule 'Bash(sudo:*)'",
+        "`late`: refused: a #terminalfs line",
+        "`a.tmp -> taken`: `taken` is taken",
+    ] {
+        assert!(index.contains(listed), "{listed}:\n{index}");
+    }
+}
