@@ -52,7 +52,7 @@ fn spool_size(text: &str) -> Result<u64, String> {
 /// A FUSE filesystem that runs shell commands: write a command into ctl/<name>, and
 /// cmd/<name>/ shows it running. It runs what is written as you; it is not a sandbox.
 #[derive(Debug, Parser)]
-#[command(name = "terminalfs", version, about, long_about = None)]
+#[command(name = "terminalfs", version, about, long_about = None, after_help = UNITS)]
 pub struct Cli {
     /// Where to mount the tree (created if missing) [default: ~/mnt/terminalfs]
     #[arg(long, value_name = "DIR")]
@@ -292,6 +292,108 @@ fn page_title(subcommand: &str) -> Option<&'static str> {
     }
 }
 
+/// How durations and sizes are written, for `--help` and the man page.
+const UNITS: &str = "Durations are a whole number with ms, s, m, h or d (250ms, 30s, 10m, 1h); \
+a bare number is seconds (--keep 5 is five seconds). Sizes are a number of bytes with k, m or \
+g (64k, 16m, 2g).";
+
+/// The sections of the main man page that describe the tree it mounts, in roff: what a
+/// reader of `man terminalfs` needs besides the options.
+const TREE_SECTIONS: &str = r##".SH THE TREE
+Writing a command into \fIctl/<name>\fR runs it as \fB<shell> \-c <text>\fR, as the user
+who mounted the tree; \fIcmd/<name>/\fR then shows it. Every directory has an
+\fIindex.md\fR page; \fIskills/terminalfs/SKILL.md\fR teaches an agent the whole loop.
+.TP
+.B index.md
+How the tree is laid out, the shell, working directory and rules in force.
+.TP
+.B ctl/<name>
+A draft: write the command text here. It is decided when the last writer closes the
+file and starts after \-\-settle, or at once when anything looks under cmd/ for it. A
+name is 1 to 64 of A\-Z a\-z 0\-9 _ . \- not starting with a dot, and runs once. A name
+ending in .tmp, or a hidden one (a dot and 1 to 63 of those characters, as editors save
+through), never runs as such: it runs when renamed to a command name, and is freed
+after \-\-keep otherwise. mv, cp \-p and install into ctl/ work: mode and owner changes
+on a draft are taken and ignored.
+.TP
+.B ctl/index.md
+How to run something, the drafts, and the last refusals with their reasons.
+.TP
+.B cmd/index.md
+Every command with its status; \fBstarting\fR while its process is being made.
+.TP
+.B cmd/<name>/command, status
+The text as written; running, paused, completed, error or denied.
+.TP
+.B cmd/<name>/pid, kill
+Only while it runs. See KILL.
+.TP
+.B cmd/<name>/exitcode
+Once it has stopped; 128+N after signal N.
+.TP
+.B cmd/<name>/reason
+Only when it was refused or stopped abnormally (killed, timed out, the driver stopped).
+.TP
+.B cmd/<name>/stdout, stderr, output
+Its output as it grows; output holds both in the order written. Past \-\-max\-output a
+stream keeps its first quarter and its newest bytes, with one line naming what was
+dropped.
+.TP
+.B cmd/<name>/follow
+A live stream of output that ends when the command stops.
+.TP
+.B cmd/<name>/wait
+See WAIT.
+.TP
+.B cmd/<name>/result.json
+Exit code, signal, times, CPU, peak memory, byte counts, shell, directory, containment.
+.TP
+.B cmd/<name>/stdin, screen, keys
+With the stdin or tty directives: input while it runs; a terminal's screen as text and
+tmux key names to type.
+.TP
+.B events
+One line per change of any command: \fI<time> <name> <word>\fR, the word being running,
+paused, completed <code>, error <code>, denied or removed. Each open first lists every
+command as it is; a read ends after \-\-wait\-timeout of silence.
+.SH WAIT
+A read of \fIwait\fR blocks until the command stops, or \-\-wait\-timeout passes, then
+gives one word and a newline: \fBcompleted\fR, \fBerror\fR, \fBrunning\fR (it timed
+out: read again) or \fBpaused\fR (it timed out while the command was paused; only then,
+never at once). A loop on running therefore ends on a paused command.
+.SH KILL
+A write to \fIkill\fR: \fBstop\fR (any case but all capitals), nothing, a blank line or a word
+that names no signal stops the command and everything it started: SIGTERM, then SIGKILL
+after \-\-kill\-grace. A signal's name or number (INT, int, SIGINT, 2, \-2, \-s INT, HUP,
+TERM, KILL, USR1, ...) sends just that signal. \fBSTOP\fR in capitals pauses it until
+\fBCONT\fR. Several lines are sent in order, at most 16 a write. Writing to kill once the
+command has stopped does nothing.
+.SH DIRECTIVES
+Leading comment lines of a command set its limits; the shell ignores them:
+.PP
+.B "#terminalfs timeout=10m memory=4G keep=1h cwd=DIR"
+.PP
+\fBtimeout\fR stops it after that long (the shorter of it and \-\-timeout);
+\fBmemory\fR is its cgroup's memory.max, or where the driver has no memory controller an
+address\-space limit, which a JVM cannot start under; \fBkeep\fR is how long it stays
+once stopped; \fBcwd\fR is where it starts (absolute, ~/..., or relative to \-\-cwd; it
+must exist). \fBstdin\fR gives it a pipe fed by cmd/<name>/stdin, \fBtty\fR or
+\fBtty=COLSxROWS\fR a terminal. An unknown key, a bad value, a key given twice, or a
+#terminalfs line after the command has begun (which the shell would skip as a comment)
+refuses the command: the write or close fails with EINVAL and \fIreason\fR says why.
+.SH REFUSALS
+EPERM at a write or close of ctl/<name> means the deny list refused the text (its
+settings file is \-\-settings); \fIcmd/<name>/reason\fR names the rule. EINVAL means a
+bad name or directive, EEXIST a name taken. Each refusal is listed on ctl/index.md and
+is one line of the log. \fBterminalfs check\fR tells before running. The deny list is not
+a sandbox.
+.SH ENVIRONMENT
+A command gets the driver's environment plus TERMINALFS_NAME=<name> (and
+TERM=xterm\-256color on a terminal), starts in \-\-cwd (by default the driver's working
+directory), in a session of its own, and in a cgroup of its own where the driver may
+make one. TERMINALFS_LOG=debug does what \-\-verbose does.
+"##;
+
 /// A man page (section 1, roff), generated from the definition above: the main one,
 /// or with `subcommand`, `terminalfs-<subcommand>`.
 pub fn man_page(subcommand: Option<&str>) -> std::io::Result<Vec<u8>> {
@@ -313,8 +415,20 @@ pub fn man_page(subcommand: Option<&str>) -> std::io::Result<Vec<u8>> {
     };
     let source = format!("{} {}", command.get_name(), env!("CARGO_PKG_VERSION"));
     let mut page = Vec::new();
-    clap_mangen::Man::new(command)
-        .source(source)
-        .render(&mut page)?;
+    let man = clap_mangen::Man::new(command).source(source);
+    if subcommand.is_some() {
+        man.render(&mut page)?;
+        return Ok(page);
+    }
+    // The main page: what the tree is, before the options that run it.
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    page.extend_from_slice(TREE_SECTIONS.as_bytes());
+    man.render_options_section(&mut page)?;
+    man.render_subcommands_section(&mut page)?;
+    page.extend_from_slice(format!(".SH \"DURATIONS AND SIZES\"\n{UNITS}\n").as_bytes());
+    man.render_version_section(&mut page)?;
     Ok(page)
 }

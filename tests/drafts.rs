@@ -94,7 +94,7 @@ fn rename_moves_a_draft_and_runs_it_under_the_new_name_only() {
     let from_index = std::fs::rename(mount.p("ctl/index.md"), mount.p("ctl/x"));
     assert_eq!(from_index.unwrap_err().raw_os_error(), Some(libc::EPERM));
     // To a bad name: EINVAL.
-    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.hidden"));
+    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.a b"));
     assert_eq!(bad.unwrap_err().raw_os_error(), Some(libc::EINVAL));
 }
 
@@ -121,7 +121,15 @@ fn a_draft_under_a_tmp_name_runs_only_once_renamed_however_late() {
 #[test]
 fn names_and_sizes_are_checked() {
     let mount = Mount::start();
-    for bad in [".hidden", "a b", "semi;colon", "caf\u{e9}", &"n".repeat(65)] {
+    let long_hidden = format!(".{}", "n".repeat(64));
+    for bad in [
+        ".a b",
+        "a b",
+        "semi;colon",
+        "caf\u{e9}",
+        &"n".repeat(65),
+        &long_hidden,
+    ] {
         let result = std::fs::write(mount.p(&format!("ctl/{bad}")), "true");
         assert_eq!(errno_of(result), Some(libc::EINVAL), "{bad:?}");
     }
@@ -260,7 +268,7 @@ fn a_bad_directive_fails_the_write_that_completes_its_line() {
     use std::os::fd::IntoRawFd;
     let mount = Mount::start();
     // A shell ignores errors of the close: the redirect must fail at the write.
-    let out = mount.sh("echo '#terminalfs cwd=x' > $M/ctl/echoed; echo \"rc=$?\"
+    let out = mount.sh("echo '#terminalfs colour=x' > $M/ctl/echoed; echo \"rc=$?\"
          cat > $M/ctl/heredoc <<'EOF'
 #terminalfs timeout=10x
 touch ran-heredoc
@@ -269,12 +277,8 @@ EOF
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stdout, "rc=1\nrc=1\n", "{stderr}");
-    assert_eq!(
-        stderr.matches("Operation not permitted").count(),
-        2,
-        "{stderr}"
-    );
-    for (name, needle) in [("echoed", "'cwd'"), ("heredoc", "timeout=10x")] {
+    assert_eq!(stderr.matches("Invalid argument").count(), 2, "{stderr}");
+    for (name, needle) in [("echoed", "'colour'"), ("heredoc", "timeout=10x")] {
         assert_eq!(mount.read(&format!("cmd/{name}/status")), "denied\n");
         let reason = mount.read(&format!("cmd/{name}/reason"));
         assert!(reason.contains(needle), "{name}: {reason}");
@@ -287,7 +291,7 @@ EOF
     file.write_all(b"#terminalfs time").unwrap();
     file.write_all(b"out=1m\n#terminalfs keep=1h\n").unwrap();
     let refused = file.write_all(b"#terminalfs colour=red\n").unwrap_err();
-    assert_eq!(refused.raw_os_error(), Some(libc::EPERM));
+    assert_eq!(refused.raw_os_error(), Some(libc::EINVAL));
     drop(file);
     let reason = mount.read("cmd/split/reason");
     assert!(reason.contains("colour"), "{reason}");
@@ -300,7 +304,7 @@ EOF
     assert_eq!(closed, -1);
     assert_eq!(
         std::io::Error::last_os_error().raw_os_error(),
-        Some(libc::EPERM)
+        Some(libc::EINVAL)
     );
     assert_eq!(mount.read("cmd/unended/status"), "denied\n");
 }
@@ -309,7 +313,7 @@ EOF
 fn refused_names_leave_their_reason_in_ctl_index() {
     let mount = Mount::start();
     mount.run("build", "true");
-    for (name, errno) in [(".hidden", libc::EINVAL), ("build", libc::EEXIST)] {
+    for (name, errno) in [(".a b", libc::EINVAL), ("build", libc::EEXIST)] {
         let refused = std::fs::write(mount.p(&format!("ctl/{name}")), "true");
         assert_eq!(errno_of(refused), Some(errno), "{name}");
     }
@@ -324,8 +328,9 @@ fn refused_names_leave_their_reason_in_ctl_index() {
         listed,
         [
             "`build`: `build` already exists: `rm -r cmd/build` to reuse the name",
-            "`.hidden`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start \
-             with a dot",
+            "`.a b`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start \
+             with a dot (a hidden draft, which runs only once renamed, is a dot and 1 to 63 \
+             of them)",
         ],
         "{page}"
     );
@@ -339,7 +344,7 @@ fn refused_renames_leave_their_reason_in_ctl_index() {
     // A draft renamed onto a command's name, and onto a name no command can have.
     let taken = mount.sh("printf true > \"$M/ctl/a.tmp\" && mv \"$M/ctl/a.tmp\" \"$M/ctl/late\"");
     assert!(!taken.status.success());
-    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.a"));
+    let bad = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/.a b"));
     assert_eq!(errno_of(bad), Some(libc::EINVAL));
     let page = mount.read("ctl/index.md");
     let mut listed: Vec<&str> = page
@@ -353,10 +358,274 @@ fn refused_renames_leave_their_reason_in_ctl_index() {
     assert_eq!(
         listed,
         [
-            "`a.tmp -> .a`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not \
-             start with a dot",
+            "`a.tmp -> .a b`: a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not \
+             start with a dot (a hidden draft, which runs only once renamed, is a dot and 1 \
+             to 63 of them)",
             "`a.tmp -> late`: `late` is taken by a draft or a command",
         ],
         "{page}"
     );
+}
+
+/// Runs `script` with `$M` set; fails unless it exits 0 with nothing on stderr.
+fn quietly(mount: &Mount, script: &str) {
+    let out = mount.sh(script);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{script}: {out:?}\n{}",
+        mount.log()
+    );
+}
+
+#[test]
+fn mv_cp_p_and_install_into_ctl_are_quiet() {
+    let mount = Mount::start();
+    let outside = mount.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for name in ["moved", "copied", "installed"] {
+        std::fs::write(outside.join(name), format!("echo {name}\n")).unwrap();
+    }
+    // Another filesystem: mv copies, then sets mode, owner and times on the copy.
+    quietly(
+        &mount,
+        &format!(
+            "chmod 755 {0}/moved && mv {0}/moved $M/ctl/moved",
+            outside.display()
+        ),
+    );
+    quietly(
+        &mount,
+        &format!("cp -p {}/copied $M/ctl/copied", outside.display()),
+    );
+    quietly(
+        &mount,
+        &format!(
+            "install -m 755 {}/installed $M/ctl/installed",
+            outside.display()
+        ),
+    );
+    for name in ["moved", "copied", "installed"] {
+        assert_eq!(mount.wait(name), "completed\n", "{name}");
+        assert_eq!(
+            mount.read(&format!("cmd/{name}/stdout")),
+            format!("{name}\n")
+        );
+    }
+    assert!(!outside.join("moved").exists(), "mv took the source away");
+    // A chmod of a draft is taken; anywhere else it is still refused.
+    quietly(
+        &mount,
+        "exec 3> $M/ctl/held; chmod 700 $M/ctl/held; echo 'echo held' >&3",
+    );
+    assert_eq!(mount.wait("held"), "completed\n");
+    let out = mount.sh("chmod 777 $M/cmd/held/stdout");
+    assert!(!out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"));
+}
+
+#[test]
+fn an_atomic_save_through_a_hidden_file_runs_once_under_its_final_name() {
+    let mount = Mount::start();
+    // As an editor or a write tool saves: mkstemp beside the target, write, rename.
+    let script = r#"
+import os, sys, tempfile
+ctl = os.path.join(sys.argv[1], "ctl")
+fd, tmp = tempfile.mkstemp(dir=ctl, prefix=".x")
+os.write(fd, b"echo saved\n")
+os.close(fd)
+print(os.path.basename(tmp))
+os.replace(tmp, os.path.join(ctl, "saved"))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&mount.path)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+    let hidden = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(hidden.starts_with(".x"), "{hidden}");
+    assert_eq!(mount.wait("saved"), "completed\n");
+    assert_eq!(mount.read("cmd/saved/stdout"), "saved\n");
+    assert!(!mount.p(&format!("cmd/{hidden}")).exists());
+    assert!(!mount.p(&format!("ctl/{hidden}")).exists());
+
+    // With the shell's tools: a hidden draft waits, listed as such, until `mv` names it.
+    quietly(&mount, "echo 'echo moved' > $M/ctl/.draft");
+    let index = mount.read("ctl/index.md");
+    assert!(
+        index.contains("- `.draft`: hidden draft: runs once renamed"),
+        "{index}"
+    );
+    let listing = mount.ok("ls $M/cmd");
+    assert!(!listing.contains("draft"), "{listing}");
+    assert!(mount.p("ctl/.draft").exists(), "it never runs as .draft");
+    quietly(&mount, "mv $M/ctl/.draft $M/ctl/moved");
+    assert_eq!(mount.wait("moved"), "completed\n");
+    assert_eq!(mount.read("cmd/moved/stdout"), "moved\n");
+    // A bad hidden name is still refused.
+    let out = mount.sh("echo x > \"$M/ctl/.a b\"");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Invalid argument"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_hidden_draft_never_renamed_is_freed_after_keep() {
+    let mount = Mount::with_args(&["--keep", "1"]);
+    quietly(&mount, "echo 'touch ran' > $M/ctl/.forgotten");
+    assert!(
+        wait_until(Duration::from_secs(20), || !mount
+            .p("ctl/.forgotten")
+            .exists()),
+        "never freed"
+    );
+    let index = mount.read("ctl/index.md");
+    assert!(
+        index.contains("`.forgotten`: freed after --keep"),
+        "{index}"
+    );
+    assert!(!mount.dir.path().join("ran").exists());
+}
+
+#[test]
+fn a_terminalfs_line_after_the_command_began_refuses_it_with_a_sentence() {
+    let mount = Mount::start();
+    let cwd = mount.dir.path();
+    // The write that completes the late line fails: nothing runs, `reason` says why.
+    let written = std::fs::write(
+        mount.p("ctl/late"),
+        "touch first\n#terminalfs timeout=2s\nsleep 5\n",
+    );
+    assert_eq!(errno_of(written), Some(libc::EINVAL));
+    assert_eq!(mount.read("cmd/late/status"), "denied\n");
+    let reason = mount.read("cmd/late/reason");
+    assert!(
+        reason.contains("after the command has begun (line 2: '#terminalfs timeout=2s')"),
+        "{reason}"
+    );
+    assert!(!cwd.join("first").exists());
+    // A heredoc's body is data, not a comment: it runs.
+    let text = "cat <<'X'\n#terminalfs keep=1s\nX\n";
+    assert_eq!(mount.run("heredoc", text), "completed\n");
+    assert_eq!(mount.read("cmd/heredoc/stdout"), "#terminalfs keep=1s\n");
+    // An unknown key refuses too, at the write, with a sentence.
+    let written = std::fs::write(mount.p("ctl/colour"), "#terminalfs colour=red\ntrue\n");
+    assert_eq!(errno_of(written), Some(libc::EINVAL));
+    assert!(mount
+        .read("cmd/colour/reason")
+        .contains("unknown key 'colour'"));
+}
+
+#[test]
+fn a_cwd_directive_says_where_a_command_starts() {
+    let mount = Mount::start();
+    let base = mount.dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("sub/deeper")).unwrap();
+    assert_eq!(
+        mount.run("relative", "#terminalfs cwd=sub/deeper\npwd"),
+        "completed\n"
+    );
+    assert_eq!(
+        mount.read("cmd/relative/stdout"),
+        format!("{}\n", base.join("sub/deeper").display())
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/relative/result.json")).unwrap();
+    assert_eq!(result["cwd"], base.join("sub/deeper").display().to_string());
+    assert_eq!(mount.run("rooted", "#terminalfs cwd=/\npwd"), "completed\n");
+    assert_eq!(mount.read("cmd/rooted/stdout"), "/\n");
+    // Without it, commands start in --cwd.
+    assert_eq!(mount.run("plain", "pwd"), "completed\n");
+    assert_eq!(
+        mount.read("cmd/plain/stdout"),
+        format!("{}\n", base.display())
+    );
+    // A directory that is not there refuses the command with a sentence.
+    let written = std::fs::write(mount.p("ctl/nowhere"), "#terminalfs cwd=missing\ntouch ran");
+    assert_eq!(errno_of(written), Some(libc::EINVAL));
+    let reason = mount.read("cmd/nowhere/reason");
+    assert!(
+        reason.contains("cwd=missing names no directory"),
+        "{reason}"
+    );
+    assert!(!base.join("ran").exists());
+}
+
+#[test]
+fn the_deny_list_judges_paths_from_the_directory_a_cwd_directive_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().canonicalize().unwrap().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("kept"), "").unwrap();
+    let settings = format!(
+        r#"{{"permissions": {{"deny": ["Bash(rm -r {}/[*])"]}}}}"#,
+        victim.display()
+    );
+    let mount = Mount::with(crate::common::Options {
+        settings: &settings,
+        ..Default::default()
+    });
+    let text = format!("#terminalfs cwd={}\nrm -rf *\n", victim.display());
+    let written = std::fs::write(mount.p("ctl/wipe"), text);
+    assert_eq!(errno_of(written), Some(libc::EPERM));
+    assert_eq!(mount.read("cmd/wipe/status"), "denied\n");
+    let reason = mount.read("cmd/wipe/reason");
+    assert!(reason.contains("judged as"), "{reason}");
+    assert!(victim.join("kept").exists());
+}
+
+#[test]
+fn every_refusal_at_ctl_is_one_line_of_the_default_log_and_listed_on_the_index() {
+    let mount = Mount::with(crate::common::Options {
+        settings: r#"{"permissions": {"deny": ["Bash(sudo:*)"]}}"#,
+        ..Default::default()
+    });
+    mount.run("taken", "true");
+    let results = [
+        errno_of(std::fs::write(mount.p("ctl/bad name"), "true")),
+        errno_of(std::fs::write(mount.p("ctl/taken"), "true")),
+        errno_of(std::fs::write(mount.p("ctl/root"), "sudo id\n")),
+        errno_of(std::fs::write(
+            mount.p("ctl/late"),
+            "true\n#terminalfs keep=1s\n",
+        )),
+    ];
+    assert_eq!(
+        results,
+        [
+            Some(libc::EINVAL),
+            Some(libc::EEXIST),
+            Some(libc::EPERM),
+            Some(libc::EINVAL)
+        ]
+    );
+    std::fs::write(mount.p("ctl/a.tmp"), "true").unwrap();
+    let renamed = std::fs::rename(mount.p("ctl/a.tmp"), mount.p("ctl/taken"));
+    assert_eq!(errno_of(renamed), Some(libc::EEXIST));
+    let lines = [
+        "a command name is 1 to 64",
+        "`taken` already exists",
+        "refused ctl/root: denied by rule 'Bash(sudo:*)'",
+        "refused ctl/late: refused: a #terminalfs line after the command has begun",
+        "`taken` is taken by a draft or a command",
+    ];
+    for line in lines {
+        mount.wait_for_log(line);
+    }
+    // Each once, though each failed a write and then a close.
+    let log = mount.log();
+    for line in &lines[..4] {
+        assert_eq!(log.matches(line).count(), 1, "{line}:\n{log}");
+    }
+    let index = mount.read("ctl/index.md");
+    for listed in [
+        "`bad name`: a command name",
+        "`taken`: `taken` already exists",
+        "`root`: denied by rule 'Bash(sudo:*)'",
+        "`late`: refused: a #terminalfs line",
+        "`a.tmp -> taken`: `taken` is taken",
+    ] {
+        assert!(index.contains(listed), "{listed}:\n{index}");
+    }
 }

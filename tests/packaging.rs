@@ -141,6 +141,67 @@ fn man_page_is_roff_and_documents_every_option() {
 }
 
 #[test]
+fn man_page_describes_the_tree_as_well_as_the_options() {
+    let page = man_text();
+    let sections: Vec<&str> = page
+        .lines()
+        .filter_map(|line| line.strip_prefix(".SH "))
+        .collect();
+    for section in [
+        "THE TREE",
+        "WAIT",
+        "KILL",
+        "DIRECTIVES",
+        "REFUSALS",
+        "ENVIRONMENT",
+        "OPTIONS",
+        "\"DURATIONS AND SIZES\"",
+    ] {
+        assert!(sections.contains(&section), "no {section} in {sections:?}");
+    }
+    let tree = sections.iter().position(|s| *s == "THE TREE").unwrap();
+    let options = sections.iter().position(|s| *s == "OPTIONS").unwrap();
+    assert!(tree < options, "the tree comes first: {sections:?}");
+    for needed in [
+        "ctl/<name>",
+        "ctl/index.md",
+        "cmd/index.md",
+        "cmd/<name>/wait",
+        "cmd/<name>/reason",
+        "cmd/<name>/result.json",
+        "cmd/<name>/stdin, screen, keys",
+        "\\fBpaused\\fR",
+        "\\fBSTOP\\fR in capitals",
+        "cwd=DIR",
+        "TERMINALFS_NAME",
+        "events",
+        "a bare number is seconds",
+    ] {
+        assert!(page.contains(needed), "the man page lacks {needed:?}");
+    }
+    // Clean roff: groff finds nothing to warn about (.ci/run installs groff-base).
+    let mut groff = Command::new("groff")
+        .args(["-man", "-ww", "-z"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("groff runs");
+    use std::io::Write;
+    groff
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdout_of(&["--man"]).as_bytes())
+        .unwrap();
+    let out = groff.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn help_shows_the_packaging_flags_and_the_default_paths() {
     let help = stdout_of(&["--help"]);
     for needle in [
@@ -222,9 +283,40 @@ fn systemd_unit_notifies_delegates_and_cleans_up_the_mount() {
         "TimeoutStopSec={stop_timeout} leaves too little room for the 5 s grace"
     );
 
+    // The mount path is named once, in the environment both Exec lines use.
+    let environment = &service["Environment"];
+    assert!(
+        environment.contains(&"TERMINALFS_MOUNT=%h/mnt/terminalfs".to_string()),
+        "{environment:?}"
+    );
+    let text = read_repo_file("systemd/terminalfs.service");
+    let named: usize = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| line.matches("mnt/terminalfs").count())
+        .sum();
+    assert_eq!(named, 1, "the mount path is written once");
+    // Commands find what `cargo install` and `pip install --user` put in the home.
+    let path = environment
+        .iter()
+        .find_map(|value| value.strip_prefix("PATH="))
+        .expect("a PATH");
+    let dirs: Vec<&str> = path.split(':').collect();
+    for needed in ["%h/.cargo/bin", "%h/.local/bin", "/usr/bin", "/bin"] {
+        assert!(dirs.contains(&needed), "{path}");
+    }
+    // The comments say how to add to it and how to bring in the login environment.
+    for said in [
+        "systemctl --user edit terminalfs",
+        "environment.d",
+        "systemctl --user import-environment SSH_AUTH_SOCK",
+    ] {
+        assert!(text.contains(said), "the unit's comments miss {said}");
+    }
+
     let start = one("ExecStart");
     assert!(start.starts_with("/usr/bin/terminalfs "), "{start}");
-    assert!(start.contains("--path %h/mnt/terminalfs"), "{start}");
+    assert!(start.contains("--path ${TERMINALFS_MOUNT}"), "{start}");
     assert!(
         !start.contains("--daemon"),
         "Type=notify needs the foreground driver"
@@ -237,7 +329,7 @@ fn systemd_unit_notifies_delegates_and_cleans_up_the_mount() {
     );
     assert!(stop_post.contains("--unmount"), "{stop_post}");
     assert!(
-        stop_post.contains("--path %h/mnt/terminalfs"),
+        stop_post.contains("--path ${TERMINALFS_MOUNT}"),
         "{stop_post}"
     );
 

@@ -739,3 +739,56 @@ fn writers_on_a_stdin_nobody_reads_get_eagain_and_lose_nothing() {
     assert_eq!(mount.wait("slow"), "completed\n");
     assert_eq!(mount.read("cmd/slow/stdout").trim(), copied.to_string());
 }
+
+#[test]
+fn a_command_gets_the_drivers_environment_plus_its_name_and_nothing_else() {
+    let mount = Mount::with_launcher(crate::common::Options::default(), &|driver| {
+        driver
+            .env("TFS_FROM_THE_DRIVER", "here")
+            .env_remove("PYTHONUNBUFFERED")
+            .env_remove("PYTHONDONTWRITEBYTECODE");
+    });
+    assert_eq!(mount.run("env", "env"), "completed\n");
+    let env = mount.read("cmd/env/stdout");
+    let has = |line: &str| env.lines().any(|l| l == line);
+    assert!(has("TFS_FROM_THE_DRIVER=here"), "{env}");
+    assert!(has("TERMINALFS_NAME=env"), "{env}");
+    assert!(
+        !env.lines().any(|l| l.starts_with("PYTHON")),
+        "nothing is added but the name: {env}"
+    );
+}
+
+#[test]
+fn wait_answers_paused_when_its_wait_runs_out_on_a_paused_command() {
+    let patience = Duration::from_secs(30);
+    let mount = Mount::with_args(&["--wait-timeout", "1"]);
+    let status = |word: &str| {
+        let want = format!("{word}\n");
+        wait_until(patience, || mount.read("cmd/nap/status") == want)
+    };
+    std::fs::write(mount.p("ctl/nap"), "exec sleep 300").unwrap();
+    assert!(status("running"));
+    mount.ok("echo STOP > $M/cmd/nap/kill");
+    assert!(status("paused"));
+    // Only when the wait runs out, never at once: a pause is no end.
+    let asked = Instant::now();
+    assert_eq!(mount.read("cmd/nap/wait"), "paused\n");
+    assert!(
+        asked.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        asked.elapsed()
+    );
+    mount.ok("echo CONT > $M/cmd/nap/kill");
+    assert!(status("running"));
+    assert_eq!(mount.read("cmd/nap/wait"), "running\n");
+    // The skill's loop stops on it rather than spinning.
+    mount.ok("echo STOP > $M/cmd/nap/kill");
+    assert!(status("paused"));
+    let out =
+        mount.ok("while w=$(cat $M/cmd/nap/wait) && [ \"$w\" = running ]; do :; done; echo \"$w\"");
+    assert_eq!(out, "paused\n");
+    // Stopping a paused command ends it.
+    mount.ok("echo stop > $M/cmd/nap/kill");
+    assert_eq!(mount.wait("nap"), "error\n");
+}

@@ -1524,3 +1524,39 @@ fn output_counts_bytes_lost_to_the_spool_bound_where_it_drops_their_lines() {
     assert_eq!(result["stderr"]["kept"], fitted + 10, "{result}");
     assert_eq!(result["stderr"]["dropped"], refused, "{result}");
 }
+
+#[test]
+fn a_restored_command_answers_writes_to_its_input_as_before_the_restart() {
+    let mut mount = Mount::start();
+    assert_eq!(
+        mount.run("py", "#terminalfs stdin\necho ready"),
+        "completed\n"
+    );
+    assert_eq!(
+        mount.run("term", "#terminalfs tty\necho ready"),
+        "completed\n"
+    );
+    assert_eq!(mount.run("plain", "echo ready"), "completed\n");
+    let writes = "echo x >> $M/cmd/py/stdin; echo Enter >> $M/cmd/term/keys; \
+                  echo x >> $M/cmd/term/stdin; echo x >> $M/cmd/plain/stdin";
+    let stderr = |mount: &Mount| {
+        let out = mount.sh(writes);
+        assert!(!out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let before = stderr(&mount);
+    assert_eq!(before.matches("Broken pipe").count(), 3, "{before}");
+    assert_eq!(before.matches("Permission denied").count(), 1, "{before}");
+    mount.stop();
+    let logged_before = mount.log().len();
+    mount.spawn(&[]);
+    assert_eq!(stderr(&mount), before);
+    mount.wait_for_log("cmd/py/stdin: nothing reads this input any more");
+    let log = mount.log()[logged_before..].to_string();
+    assert!(log.contains("cmd/term/keys: nothing reads"), "{log}");
+    assert!(
+        log.contains("cmd/plain/stdin: it was started without stdin"),
+        "{log}"
+    );
+    assert_eq!(log.matches("started without stdin").count(), 1, "{log}");
+}

@@ -537,7 +537,7 @@ fn a_time_limit_of_zero_is_refused_by_the_flag_and_the_directive() {
     let mount = Mount::start();
     // A bad directive fails the write itself; the command is refused with its reason.
     let write = std::fs::write(mount.p("ctl/zero"), "#terminalfs timeout=0\necho ran");
-    assert_eq!(write.unwrap_err().raw_os_error(), Some(libc::EPERM));
+    assert_eq!(write.unwrap_err().raw_os_error(), Some(libc::EINVAL));
     assert_eq!(mount.read("cmd/zero/status"), "denied\n");
     let reason = mount.read("cmd/zero/reason");
     assert!(
@@ -667,7 +667,7 @@ fn a_bad_directive_refuses_the_command() {
             format!("{directive}\ntouch ran-{name}"),
         );
         let errno = written.err().and_then(|e| e.raw_os_error());
-        assert_eq!(errno, Some(libc::EPERM), "{name}");
+        assert_eq!(errno, Some(libc::EINVAL), "{name}");
         assert_eq!(mount.read(&format!("cmd/{name}/status")), "denied\n");
         let reason = mount.read(&format!("cmd/{name}/reason"));
         assert!(reason.contains(needle), "{name}: {reason}");

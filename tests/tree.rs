@@ -218,8 +218,14 @@ fn pages_have_frontmatter_and_say_what_they_should() {
         ["`echo 'a\\|b' \\| cat` …", "16", "0"],
         "{pipes:?}"
     );
+    // Read at once, its spawn may still be under way: `starting`, with no start time
+    // yet; once running, it has one.
     let slow = row("slow");
-    assert_eq!(slow[1..3], ["running", ""], "{slow:?}");
+    match slow[1].as_str() {
+        "starting" => assert_eq!(slow[2..5], ["", "", ""], "{slow:?}"),
+        "running" => assert!(slow[2].is_empty() && slow[3].starts_with("20"), "{slow:?}"),
+        _ => panic!("{slow:?}"),
+    }
     assert_eq!(slow[5..], ["`sleep 300`", "0", "0"], "{slow:?}");
     let heading = index.lines().find(|l| l.starts_with("| name |")).unwrap();
     assert_eq!(
@@ -537,4 +543,73 @@ fn reused_names_get_fresh_inodes() {
         std::fs::metadata(mount.p("cmd/again")).unwrap().ino(),
         dir_first
     );
+}
+
+#[test]
+fn the_readme_wait_loop_ends_on_every_word_wait_can_say() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("the README");
+    let section = &readme[readme
+        .find("\n## Waiting for a long build\n")
+        .expect("the section")..];
+    let block = sh_blocks(section).into_iter().next().expect("its example");
+    let (start, looped) = block.split_once('\n').expect("a start, then the loop");
+    assert!(start.contains("> $M/ctl/release"), "{start}");
+    let mount = Mount::with_args(&["--wait-timeout", "1"]);
+    let run_loop = |name: &str| {
+        let script = looped.replace("cmd/release/", &format!("cmd/{name}/"));
+        let out = mount.sh(&format!("set -e\n{script}"));
+        assert!(out.status.success(), "{name}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Still running at the first answers: it reads again until the end.
+    std::fs::write(mount.p("ctl/slow"), "sleep 3; echo at last").unwrap();
+    assert!(run_loop("slow").ends_with("built\n"));
+    std::fs::write(mount.p("ctl/broken"), "echo oops >&2; exit 3").unwrap();
+    assert_eq!(run_loop("broken"), "oops\n");
+    std::fs::write(mount.p("ctl/held"), "exec sleep 300").unwrap();
+    assert!(wait_until(Duration::from_secs(30), || {
+        mount.read("cmd/held/status") == "running\n"
+    }));
+    mount.ok("echo STOP > $M/cmd/held/kill");
+    assert!(run_loop("held").starts_with("paused: echo CONT > "));
+    mount.ok("echo stop > $M/cmd/held/kill");
+    let refused = std::fs::write(mount.p("ctl/odd"), "#terminalfs colour=red\ntrue\n");
+    assert!(refused.is_err());
+    assert!(run_loop("odd").contains("unknown key 'colour'"));
+}
+
+#[test]
+fn the_pages_teach_the_tools_the_environment_and_where_commands_run() {
+    let mount = Mount::start();
+    let cwd = mount.dir.path().display().to_string();
+    let root = mount.read("index.md");
+    let skill = mount.read("skills/terminalfs/SKILL.md");
+    let ctl = mount.read("ctl/index.md");
+    for (page, text) in [("index.md", &root), ("SKILL.md", &skill)] {
+        for needed in [
+            "terminalfs check",
+            "terminalfs selftest",
+            "TERMINALFS_NAME=<name>",
+            "environment",
+            &format!("`/bin/sh -c <text>` in `{cwd}`"),
+            "cwd=DIR",
+        ] {
+            assert!(text.contains(needed), "{page} lacks {needed:?}:\n{text}");
+        }
+    }
+    assert!(root.contains(&format!("cwd: \"{cwd}\"")), "{root}");
+    assert!(root.contains("shell: \"/bin/sh\""), "{root}");
+    // When `reason` exists, said where its files are listed.
+    assert!(root.contains("`reason` only when"), "{root}");
+    assert!(skill.contains("`reason` exists only when"), "{skill}");
+    // What memory= becomes without a memory controller, and why a JVM minds.
+    for (page, text) in [("ctl/index.md", &ctl), ("SKILL.md", &skill)] {
+        assert!(
+            text.contains("address-space limit") && text.contains("JVM"),
+            "{page}:\n{text}"
+        );
+        assert!(text.contains("bare number"), "{page}:\n{text}");
+        assert!(text.contains("Refused lately"), "{page}:\n{text}");
+    }
 }

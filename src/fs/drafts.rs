@@ -48,11 +48,26 @@ fn no_command() -> Refusal {
 /// shell reads its input), or why it is refused.
 type Decision = Result<(Directives, bool), Refusal>;
 
-/// A verdict as a refusal, if it is one.
-fn refusal_of(verdict: Verdict) -> Option<Refusal> {
-    match verdict {
-        Verdict::Deny { rule, reason } => Some(Refusal { rule, reason }),
-        Verdict::Allow => None,
+impl Tree {
+    /// A verdict on `text` as a refusal, if it is one: with EINVAL when its
+    /// `#terminalfs` lines refuse it (the text reads wrong), else EPERM.
+    fn refusal_of(&self, verdict: Verdict, text: &[u8]) -> Option<Refusal> {
+        match verdict {
+            Verdict::Deny { rule, reason } => {
+                let invalid = rule.is_none()
+                    && plain_refusal(text).is_none()
+                    && self
+                        .policy
+                        .directives(&String::from_utf8_lossy(text))
+                        .is_err();
+                Some(Refusal {
+                    rule,
+                    reason,
+                    errno: if invalid { libc::EINVAL } else { libc::EPERM },
+                })
+            }
+            Verdict::Allow => None,
+        }
     }
 }
 
@@ -86,12 +101,13 @@ impl Tree {
 
 /// A name for a new draft, checked; `reserved` is the errno for `index.md`.
 fn new_name_of(name: &[u8], reserved: i32) -> FsResult<String> {
-    match names::check_name(name) {
+    match names::check_draft_name(name) {
         Ok(name) => Ok(name.to_string()),
         Err(BadName::Reserved) => Err(Error::new(reserved, "index.md is the directory's page")),
         Err(BadName::Invalid) => Err(Error::new(
             libc::EINVAL,
-            "a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start with a dot",
+            "a command name is 1 to 64 of A-Z a-z 0-9 _ . - and does not start with a dot \
+             (a hidden draft, which runs only once renamed, is a dot and 1 to 63 of them)",
         )),
     }
 }
@@ -114,9 +130,10 @@ impl Tree {
                     },
                 );
             }
+            // Logged at every level: the shell's "Invalid argument" says too little.
             let refused = |state: &mut State, error: Error| {
                 note_refusal(state, &String::from_utf8_lossy(name), &error.reason);
-                Err(error)
+                Err(Error::loud(error.errno, error.reason))
             };
             let name = match new_name_of(name, libc::EEXIST) {
                 Ok(name) => name,
@@ -163,8 +180,20 @@ impl Tree {
 
     /// Changes a file's size or times. Only a draft that can still be written may be
     /// resized (a redirect truncates it first); `kill`, `stdin` and `keys` accept a truncation.
-    pub fn setattr(&self, ino: u64, size: Option<u64>) -> FsResult<Attr> {
+    /// A change of mode or owner (`owner`) is taken on a draft and changes nothing, so
+    /// `mv`, `cp -p` and `install` into `ctl/` are quiet; anywhere else it is EPERM.
+    pub fn setattr(&self, ino: u64, size: Option<u64>, owner: bool) -> FsResult<Attr> {
         let mut state = self.state.lock();
+        let draft = match names::decode(ino) {
+            Some(Dynamic::Entry(id)) => matches!(state.entries.get(&id), Some(Entry::Draft(_))),
+            _ => false,
+        };
+        if owner && !draft {
+            return Err(Error::new(
+                libc::EPERM,
+                "modes and owners are fixed here; only a draft in ctl/ takes (and ignores) them",
+            ));
+        }
         match names::decode(ino) {
             Some(Dynamic::Entry(id)) => {
                 if let Some(draft) = state.draft_mut(id) {
@@ -267,7 +296,7 @@ impl Tree {
             match quick_refusal(&draft.text) {
                 Err(None) => return Ok(written),
                 Err(Some(refusal)) => {
-                    let error = Error::new(libc::EPERM, refusal.reason.clone());
+                    let error = Error::new(refusal.errno, refusal.reason.clone());
                     refuse(draft, refusal);
                     return Err(error);
                 }
@@ -291,7 +320,7 @@ impl Tree {
         match state.draft_mut(owner) {
             // Refused as it stood after this write; a later change is checked anew.
             Some(draft) if draft.version == version => {
-                let error = Error::new(libc::EPERM, refusal.reason.clone());
+                let error = Error::new(refusal.errno, refusal.reason.clone());
                 refuse(draft, refusal);
                 Err(error)
             }
@@ -319,12 +348,15 @@ impl Tree {
             };
             if !draft.writable() {
                 return match &mut draft.stage {
-                    Stage::Refused { flushed, .. } => {
+                    Stage::Refused {
+                        flushed, refusal, ..
+                    } => {
                         // A lookup under cmd/ now waits for the last close, as after
                         // any close that follows the last write.
                         *flushed = true;
+                        let errno = refusal.errno;
                         draft.touched = Instant::now();
-                        Err(Error::new(libc::EPERM, "an earlier write was refused"))
+                        Err(Error::new(errno, "an earlier write was refused"))
                     }
                     _ => Ok(()),
                 };
@@ -341,8 +373,8 @@ impl Tree {
                     flushed, passed, ..
                 } = &mut draft.stage
                 {
-                    if let Some(Ok((directives, shell_input))) = decision {
-                        *passed = Some((version, directives, shell_input));
+                    if let Some(Ok((directives, shell_input))) = &decision {
+                        *passed = Some((version, directives.clone(), *shell_input));
                     }
                     if !empty {
                         *flushed = true;
@@ -352,7 +384,7 @@ impl Tree {
             }
         }
         match decision {
-            Some(Err(refusal)) => Err(Error::new(libc::EPERM, refusal.reason)),
+            Some(Err(refusal)) => Err(Error::new(refusal.errno, refusal.reason)),
             _ => Ok(()),
         }
     }
@@ -363,7 +395,7 @@ impl Tree {
         if let Err(refusal) = quick_refusal(text) {
             return refusal;
         }
-        refusal_of(self.policy.check_partial(text))
+        self.refusal_of(self.policy.check_partial(text), text)
     }
 
     /// The decision on a whole command, the one `terminalfs check` prints: the close's
@@ -371,7 +403,7 @@ impl Tree {
     /// decision makes.
     fn decision(&self, text: &[u8]) -> Decision {
         let explained = self.policy.explain(text);
-        match refusal_of(explained.verdict) {
+        match self.refusal_of(explained.verdict, text) {
             Some(refusal) => Err(refusal),
             None => Ok((explained.directives, explained.shell_input.is_some())),
         }
@@ -393,7 +425,13 @@ impl Tree {
                     ..
                 } => {
                     *flushed = false;
-                    (writers, passed.filter(|passed| passed.0 == version))
+                    (
+                        writers,
+                        passed
+                            .as_ref()
+                            .filter(|passed| passed.0 == version)
+                            .cloned(),
+                    )
                 }
                 Stage::Refused { writers, .. } => (writers, None),
                 Stage::Deciding | Stage::Decided { .. } => return None,
@@ -452,9 +490,11 @@ impl Tree {
                     shell_input,
                 };
             }
-            Err(Refusal { rule, reason }) => {
+            Err(Refusal { rule, reason, .. }) => {
                 let name = draft.name.clone();
                 let text: Arc<[u8]> = std::mem::take(&mut draft.text).into();
+                // Listed on ctl/index.md too, where a writer looks after a failed close.
+                note_refusal(state, &name, &reason);
                 effects.push(Effect::Audit {
                     decision: "denied",
                     name: name.clone(),
@@ -560,6 +600,7 @@ impl Tree {
                 .chain(self.config.timeout)
                 .min(),
             memory: directives.memory,
+            cwd: directives.cwd,
             stdin: match directives.input {
                 Input::Closed => Stdin::Closed,
                 Input::Pipe => Stdin::Pipe,
@@ -603,10 +644,13 @@ impl Tree {
         // started, so it can be taken back and nothing runs. (A decision under way
         // finds no draft and does nothing; a parked lookup looks again.)
         let (name, id) = named(&state.ctl, name, "no draft of that name")?;
+        let name = name.to_owned();
+        let mut refused = None;
         if let Some(Entry::Draft(draft)) = state.entries.get(&id) {
             // A refused attempt is audited even when its draft goes before its last
             // close would have decided it.
             if let Stage::Refused { refusal, .. } = &draft.stage {
+                refused = Some(refusal.reason.clone());
                 effects.push(Effect::Audit {
                     decision: "denied",
                     name: name.to_owned(),
@@ -616,7 +660,10 @@ impl Tree {
                 });
             }
         }
-        state.ctl.remove(name);
+        if let Some(why) = refused {
+            note_refusal(state, &name, &why);
+        }
+        state.ctl.remove(&name);
         effects.discard_entry(state.entries.remove(&id));
         effects.push(Effect::Changed);
         // Perhaps no start is coming now: the ticker sees to what it readied.
@@ -652,7 +699,7 @@ impl Tree {
                 String::from_utf8_lossy(new_name)
             );
             note_refusal(state, &shown, &error.reason);
-            Err(error)
+            Err(Error::loud(error.errno, error.reason))
         };
         if name == b"index.md" || new_name == b"index.md" {
             let error = Error::new(libc::EPERM, "index.md is the directory's page");

@@ -170,7 +170,13 @@ impl Tree {
                     text,
                     rule,
                     reason,
-                } => self.record(decision, &name, &text, rule.as_deref(), reason.as_deref()),
+                } => {
+                    // A refused command text is one line of the log at every level.
+                    if let Some(reason) = &reason {
+                        crate::log::info(&format!("refused ctl/{name}: {reason}"));
+                    }
+                    self.record(decision, &name, &text, rule.as_deref(), reason.as_deref())
+                }
                 Effect::Discard(discarded) => drop(discarded),
                 Effect::StartWanted => {
                     if let Some(hooks) = self.hooks.get() {

@@ -88,7 +88,20 @@ impl Tree {
         let site = self.site(state);
         let page = match ino {
             names::ROOT_INDEX => pages::root_index(&site),
-            names::CTL_INDEX => pages::ctl_index(&site, &state.refusals),
+            names::CTL_INDEX => {
+                let mut drafts: Vec<(&str, &str)> = state
+                    .ctl
+                    .values()
+                    .filter_map(|id| match state.entries.get(id) {
+                        Some(super::state::Entry::Draft(draft)) => {
+                            Some((draft.name.as_str(), draft.stage_text()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                drafts.sort_unstable();
+                pages::ctl_index(&site, &drafts, &state.refusals)
+            }
             names::CMD_INDEX => {
                 let rows: Vec<_> = state
                     .cmd
@@ -117,7 +130,7 @@ impl Tree {
                     .map(
                         |(c, exitcode, started, duration, kept, dropped)| pages::Row {
                             name: &c.name,
-                            status: c.run.status_word(),
+                            status: c.run.index_word(),
                             exitcode: *exitcode,
                             started: *started,
                             duration: *duration,

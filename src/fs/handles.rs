@@ -437,10 +437,14 @@ impl Tree {
         };
         if name == Slot::Stdin.name().as_bytes() || name == Slot::Keys.name().as_bytes() {
             let keys = name == Slot::Keys.name().as_bytes();
-            let (errno, why) = match job.input() {
-                Some(input) if keys && !input.is_terminal() => {
-                    (libc::ENOTTY, InputError::NotTerminal.to_string())
-                }
+            // A command an earlier driver ran has no input here: what it asked for is
+            // in its text, and it has stopped, so it answers as it did before the restart.
+            let (errno, why) = match job
+                .input()
+                .map(|input| input.is_terminal())
+                .or_else(|| super::input::asked_input(&command.text))
+            {
+                Some(false) if keys => (libc::ENOTTY, InputError::NotTerminal.to_string()),
                 Some(_) => (libc::EPIPE, InputError::Gone.to_string()),
                 None if keys => (libc::ENOTTY, KEYS_NEED_A_TERMINAL.to_owned()),
                 None => (
@@ -560,14 +564,17 @@ impl Tree {
     }
 
     /// What a parked read answers once its wait is over (`--wait-timeout`, or the
-    /// page's patience): `running\n` for `wait`, end-of-file for `follow`, the page as
+    /// page's patience): `running\n` (or `paused\n`) for `wait`, end-of-file for `follow`, the page as
     /// it is for `cmd/index.md`.
     pub fn read_timed_out(&self, fh: u64, offset: u64, size: u32) -> Vec<u8> {
         let _ = self.settle(fh, true);
         let mut state = self.state.lock();
         match state.handles.get_mut(&fh).map(|h| &mut h.body) {
-            Some(Body::Wait { answer, .. }) => {
-                let said = *answer.get_or_insert(pages::wait_answer(None));
+            Some(Body::Wait { answer, job }) => {
+                let said = *answer.get_or_insert_with(|| {
+                    let life = job.life();
+                    pages::wait_timed_out(life.outcome(), life.is_paused())
+                });
                 slice_at(said, offset, size as usize)
             }
             // A page that waited for a draft to settle, taken as it is now.

@@ -50,6 +50,20 @@ fn no_input(name: &str, file: &str, errno: i32) -> Error {
     input_error(name, file, errno, "it has no input (any more)")
 }
 
+/// Whether a command's text asked for input: None for none, else whether it asked
+/// for a terminal (`#terminalfs tty`) rather than a pipe (`#terminalfs stdin`). What a
+/// command brought back from an earlier driver's run had, which its job no longer holds.
+pub(super) fn asked_input(text: &[u8]) -> Option<bool> {
+    match crate::policy::parse_directives(&String::from_utf8_lossy(text))
+        .ok()?
+        .input
+    {
+        crate::policy::Input::Closed => None,
+        crate::policy::Input::Pipe => Some(false),
+        crate::policy::Input::Terminal(_) => Some(true),
+    }
+}
+
 /// The job's input while its shell runs; EPIPE once it has stopped, through a handle
 /// opened before (a descendant may still hold the pipe, but nobody is there to answer).
 fn running_input<'a>(name: &str, file: &str, job: &'a Job) -> FsResult<&'a Input> {

@@ -499,8 +499,8 @@ impl Tree {
                 state.ctl.remove(&draft.name);
                 let held = matches!(draft.stage, Stage::Decided { start_at: None, .. });
                 if held {
-                    let why = "freed after --keep: a draft under a `.tmp` name runs only once \
-                               renamed, and it never was";
+                    let why = "freed after --keep: a draft under a `.tmp` or hidden name runs \
+                               only once renamed, and it never was";
                     drafts::note_refusal(state, &draft.name, why);
                 }
             }

@@ -280,7 +280,7 @@ fn play(ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Truncate { name } => {
                 let tree = match rig.tree.lookup(names::CTL, NAMES[*name].as_bytes()) {
                     Ok(Lookup::Found(attr)) => {
-                        errno(rig.tree.setattr(attr.ino, Some(0)).map(|_| ()))
+                        errno(rig.tree.setattr(attr.ino, Some(0), false).map(|_| ()))
                     }
                     Ok(Lookup::Later(_)) => unreachable!("ctl/ lookups never wait"),
                     Err(e) => Err(e.errno),

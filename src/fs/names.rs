@@ -109,11 +109,27 @@ pub enum BadName {
     Reserved,
 }
 
-/// Whether `name` is a temporary one (`build.tmp`): a draft under it waits to be
-/// renamed and never starts as it is, so `echo x > ctl/build.tmp; mv ctl/build.tmp
-/// ctl/build` runs `build`, however long the `mv` comes after.
+/// Whether `name` is a temporary one: a draft under it waits to be renamed and never
+/// starts as it is. Two kinds: `build.tmp`, so `echo x > ctl/build.tmp; mv ctl/build.tmp
+/// ctl/build` runs `build` however long the `mv` comes after, and a hidden name
+/// (`.build.Xa3k`, see [`is_hidden`]), what editors and write tools save through.
 pub fn is_temporary(name: &str) -> bool {
-    name.ends_with(".tmp")
+    name.ends_with(".tmp") || is_hidden(name.as_bytes())
+}
+
+/// Whether `name` is a hidden draft's: a dot, then 1–63 characters of
+/// `A-Z a-z 0-9 _ . -` (but not `..`). An atomic save makes one beside its target
+/// (`mkstemp(dir=ctl, prefix=".x")`), writes it, and renames it over the target.
+pub fn is_hidden(name: &[u8]) -> bool {
+    name.len() >= 2
+        && name.len() <= 64
+        && name[0] == b'.'
+        && name != b".."
+        && name[1..].iter().copied().all(is_name_byte)
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
 }
 
 /// Checks a command name: 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting with
@@ -122,9 +138,7 @@ pub fn check_name(name: &[u8]) -> Result<&str, BadName> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name[0] != b'.'
-        && name
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        && name.iter().copied().all(is_name_byte);
     if !valid {
         return Err(BadName::Invalid);
     }
@@ -133,6 +147,15 @@ pub fn check_name(name: &[u8]) -> Result<&str, BadName> {
         return Err(BadName::Reserved);
     }
     Ok(name)
+}
+
+/// Checks the name of a draft in `ctl/`: a command name, or a hidden one
+/// ([`is_hidden`]), which never runs under that name.
+pub fn check_draft_name(name: &[u8]) -> Result<&str, BadName> {
+    if is_hidden(name) {
+        return Ok(std::str::from_utf8(name).expect("ASCII was checked just above"));
+    }
+    check_name(name)
 }
 
 #[cfg(test)]
@@ -176,6 +199,42 @@ mod tests {
             assert_eq!(check_name(bad.as_bytes()), Err(BadName::Invalid), "{bad:?}");
         }
         assert_eq!(check_name(b"index.md"), Err(BadName::Reserved));
+    }
+
+    #[test]
+    fn hidden_draft_names() {
+        let longest = format!(".{}", "n".repeat(63));
+        for hidden in [
+            ".x",
+            ".xAb3_9",
+            ".build.Xa3k",
+            "..x",
+            ".tmp",
+            longest.as_str(),
+        ] {
+            assert!(is_hidden(hidden.as_bytes()), "{hidden}");
+            assert!(is_temporary(hidden), "{hidden}");
+            assert_eq!(check_draft_name(hidden.as_bytes()), Ok(hidden), "{hidden}");
+            assert_eq!(
+                check_name(hidden.as_bytes()),
+                Err(BadName::Invalid),
+                "{hidden}"
+            );
+        }
+        let too_long = format!(".{}", "n".repeat(64));
+        for bad in [".", "..", ".a b", ".a/b", ".é", too_long.as_str(), "x"] {
+            assert!(!is_hidden(bad.as_bytes()), "{bad:?}");
+        }
+        for bad in [".", "..", ".a b", too_long.as_str(), ""] {
+            assert_eq!(
+                check_draft_name(bad.as_bytes()),
+                Err(BadName::Invalid),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(check_draft_name(b"build"), Ok("build"));
+        assert_eq!(check_draft_name(b"index.md"), Err(BadName::Reserved));
+        assert!(!is_temporary("build") && is_temporary("build.tmp"));
     }
 
     #[test]

@@ -148,18 +148,32 @@ pub fn root_index(site: &Site) -> String {
     );
     page.push_str(&format!(
         "# terminalfs at {mount}\n\n\
-         Commands run as `{shell} -c <text>` in `{cwd}`, as the user who mounted this tree.\n\
+         Commands run as `{shell} -c <text>` in `{cwd}` (a command's own \
+         `#terminalfs cwd=DIR` line moves it), as the user who mounted this tree, with the \
+         environment the driver was started with plus `TERMINALFS_NAME=<name>` (and \
+         `TERM=xterm-256color` on a terminal); standard input is at end of file unless the \
+         command asks for it. A driver restarted from another directory without `--cwd` \
+         changes what relative paths mean.\n\
          {count} command(s) exist now; {rules} rule(s) from `{settings}` refuse commands.\n\
          This is not a sandbox: anything the rules do not refuse runs with your rights.\n\n\
          ## Layout\n\n\
-         - `ctl/<name>`: write a command here to run it as `<name>` (see `ctl/index.md`).\n\
-         - `cmd/index.md`: every command with its status.\n\
+         - `ctl/<name>`: write a command here to run it as `<name>` (see `ctl/index.md`, \
+           which also lists drafts and the last refusals with their reasons).\n\
+         - `cmd/index.md`: every command with its status (`starting` until its process exists).\n\
          - `cmd/<name>/`: `command`, `status`, `pid` and `kill` while it runs, `exitcode` once it stopped,\n  \
-           `reason`, `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`; `stdin` \
-           while a command started with `#terminalfs stdin` or `tty` runs; `screen` and \
-           `keys` for one on a terminal (`#terminalfs tty`).\n\
+           `stdout`, `stderr`, `output`, `follow`, `wait`, `result.json`; `reason` only when \
+           it was refused or stopped abnormally (killed, timed out, the driver stopped); \
+           `stdin` while a command started with `#terminalfs stdin` or `tty` runs; `screen` \
+           and `keys` for one on a terminal (`#terminalfs tty`).\n\
          - `events`: one line per change of any command (`<time> <name> <word>`).\n\
-         - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n",
+         - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n\n\
+         ## Tools\n\n\
+         - `terminalfs check 'TEXT'` prints whether this mount's rules would run a text, and \
+           which rule refuses it, without running anything (`--settings FILE` for another \
+           list, `--cwd DIR` to judge paths from there).\n\
+         - `terminalfs selftest --path {mount}` exercises this mount as an agent would and \
+           prints one line per check.\n\
+         - `man terminalfs` describes the tree, the directives and every option.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
         count = site.commands,
@@ -179,8 +193,11 @@ pub fn root_index(site: &Site) -> String {
     page
 }
 
+/// `drafts`: each draft's name and where it stands; `refusals`: the last refused names,
+/// renames and writes, oldest first.
 pub fn ctl_index(
     site: &Site,
+    drafts: &[(&str, &str)],
     refusals: &std::collections::VecDeque<(SystemTime, String, String)>,
 ) -> String {
     let m = site.mount_text();
@@ -188,7 +205,7 @@ pub fn ctl_index(
         "index",
         "Run a command",
         "Write a command into ctl/<name>; it runs when the writer closes the file.",
-        &[],
+        &[("drafts", drafts.len().to_string())],
     );
     page.push_str(&format!(
         "# Run a command\n\n\
@@ -201,8 +218,18 @@ pub fn ctl_index(
          ```\n\n\
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -`, not starting with `.`.\n\
          - A name runs once; remove `cmd/<name>` (or let it expire) to use it again.\n\
-         - A multi-line script can be written with a heredoc; `#terminalfs timeout=10m` \
-           lines at the top set limits.\n\
+         - A multi-line script can be written with a heredoc. `#terminalfs` lines at the \
+           very top set its limits: `timeout=10m`, `memory=4G`, `keep=1h`, `cwd=DIR` (where \
+           it starts), `stdin`, `tty`. A bare number of `timeout=` or `keep=` is seconds. \
+           An unknown key, a bad value, a key given twice, a `cwd=` that is no directory, \
+           or a `#terminalfs` line after the command has begun (the shell would take it for \
+           a comment) fails the write or close with \"Invalid argument\", and \
+           `cmd/<name>/reason` says why.\n\
+         - `memory=` is the command's cgroup `memory.max` where the driver has the memory \
+           controller; elsewhere it is an address-space limit (`RLIMIT_AS`), which a JVM \
+           and other programs that reserve much more than they use cannot start under \
+           (\"Could not allocate compressed class space\"): leave it out for them there. \
+           `result.json`'s `memory_limit` says which it was.\n\
          - `#terminalfs stdin` at the top gives it a standard input fed by writes to \
            `cmd/<name>/stdin`; `#terminalfs tty` (or `tty=COLSxROWS`) runs it on a \
            terminal with `cmd/<name>/screen` and `cmd/<name>/keys` (see the skill). What \
@@ -210,16 +237,31 @@ pub fn ctl_index(
            most 1 MiB in all; a write refused there (\"Operation not permitted\", or \
            \"File too large\" past 1 MiB) is listed with its reason under \"Refused \
            lately\" at the end of this page.\n\
-         - A draft whose name ends in `.tmp` never runs under that name: it waits for \
-           `mv ctl/<name>.tmp ctl/<name>` and starts {settle} after it (one never renamed \
-           is freed after --keep, and said below).\n\
+         - A draft whose name ends in `.tmp`, or a hidden one (`.` and 1–63 of the name \
+           characters, as editors and write tools save through: `mkstemp` in `ctl/`, write, \
+           rename), never runs under that name: it runs when renamed to a command name \
+           (`mv ctl/<name>.tmp ctl/<name>`), {settle} after the rename; one never renamed \
+           is freed after --keep, and said below.\n\
+         - `mv`, `cp -p` and `install` into `ctl/` work: a draft takes mode and owner \
+           changes and ignores them.\n\
          - A write that the deny list refuses fails with \"Operation not permitted\"; \
-           `cmd/<name>/reason` says which rule refused it.\n\
+           `cmd/<name>/reason` says which rule refused it. `terminalfs check 'TEXT'` tells \
+           before you write.\n\
+         - \"Invalid argument\" at the create means the name is not allowed; \"File \
+           exists\" that it is taken (a draft or a command has it).\n\
+         - Every refused name, rename and write is listed with its reason under \
+           \"Refused lately\" below, and is one line in the driver's log.\n\
          - `rm ctl/<name>` gives back a name that has not run yet.\n\
          - A command starts {settle} after it is written, or at once when anything looks \
            under `cmd/` for it.\n",
         settle = format_duration(site.settle),
     ));
+    if !drafts.is_empty() {
+        page.push_str("\n## Drafts\n\n");
+        for (name, stage) in drafts {
+            page.push_str(&format!("- {}: {stage}\n", code_span(name)));
+        }
+    }
     if !refusals.is_empty() {
         page.push_str(
             "\n## Refused lately\n\n\
@@ -328,21 +370,34 @@ pub fn skill(site: &Site) -> String {
          {placeholder}\n\
          The directory `{m}` runs shell commands. Each command has a name; you start it by \
          writing its text into `{m}/ctl/<name>` and watch it in `{m}/cmd/<name>/`. \
-         Commands run as `{shell} -c <text>` in `{cwd}`, with no standard input and no \
-         terminal unless they ask for one (see \"Answer prompts, drive a REPL or an editor\" \
-         below): otherwise anything that asks a question gets end-of-file.\n\n\
+         Commands run as `{shell} -c <text>` in `{cwd}` (the driver's working directory \
+         or its `--cwd`; `#terminalfs cwd=DIR` moves one command), with the environment \
+         the driver was started with plus `TERMINALFS_NAME=<name>`, and with no standard \
+         input and no terminal unless they ask for one (see \"Answer prompts, drive a REPL \
+         or an editor\" below): otherwise anything that asks a question gets end-of-file. \
+         `{m}/index.md` shows the shell and directory in force.\n\n\
+         Two tools help: `terminalfs check 'TEXT'` prints whether the deny list would run a \
+         text and which rule refuses it, without running anything (use it before you \
+         write something you are unsure of); `terminalfs selftest` checks that the mount \
+         works and prints one line per check.\n\n\
          ## Run and wait\n\n\
          ```sh\n\
          echo 'ls -la' > {m}/ctl/listing\n\
          cat {m}/cmd/listing/wait\n\
          cat {m}/cmd/listing/exitcode\n\
          tail -n 50 {m}/cmd/listing/stdout\n\
-         while [ \"$(cat {m}/cmd/listing/wait)\" = running ]; do :; done\n\
+         while w=$(cat {m}/cmd/listing/wait) && [ \"$w\" = running ]; do :; done\n\
+         echo \"$w\"\n\
          ```\n\n\
          `wait` blocks until the command stops, for at most {wait} seconds, and then prints \
          exactly one word and a newline: `completed`, `error` (a non-zero exit, a signal or a \
-         kill) or `running` (still going: read it again, as the loop above does). `status` \
-         says the same words, and `paused`.\n\n\
+         kill), `running` (still going: read it again, as the loop above does) or `paused` \
+         (it was still paused when the wait ran out, by a `STOP` written to `kill` or from \
+         elsewhere: it will not end until `echo CONT > kill`, so the loop stops there). \
+         `status` says the same words (and `denied`, for a command that never ran and has \
+         no `wait`). `reason` exists only when a command was refused or stopped abnormally \
+         (killed, timed out, failed to start, the driver stopped while it ran): read it \
+         when `wait` says `error`.\n\n\
          Each command starts fresh: a `cd` or `export` in one does not carry over to the next. \
          Every command starts in `{cwd}` with the environment of whoever started terminalfs.\n\n\
          ```sh\n\
@@ -362,8 +417,11 @@ pub fn skill(site: &Site) -> String {
          ```\n\n\
          To choose the name last, write `ctl/<name>.tmp` and rename it: a draft whose name \
          ends in `.tmp` never runs under that name, however long the rename takes, and starts \
-         {settle} after it. Any other draft starts {settle} after its writer closes it, under \
-         the name it has then.\n\n\
+         {settle} after it. So does a hidden one (`ctl/.x…`, a dot and 1–63 name characters): \
+         a write tool's atomic save into `ctl/` (a hidden temporary file, written, then \
+         renamed to `ctl/<name>`) runs the command once, as `<name>`. `mv`, `cp -p` and \
+         `install` into `ctl/` work too. Any other draft starts {settle} after its writer \
+         closes it, under the name it has then.\n\n\
          ```sh\n\
          echo 'echo deployed' > {m}/ctl/deploy.tmp && mv {m}/ctl/deploy.tmp {m}/ctl/deploy\n\
          cat {m}/cmd/deploy/wait\n\
@@ -371,17 +429,25 @@ pub fn skill(site: &Site) -> String {
          ## Limits and how long results stay\n\n\
          Leading `#terminalfs` lines set limits for one command (the shell ignores them): \
          `timeout` stops it after that long, `memory` caps its memory, `keep` is how long it \
-         stays once stopped and unread ({keep} unless set).\n\n\
+         stays once stopped and unread ({keep} unless set), `cwd` is the directory it starts \
+         in (absolute, `~/…`, or relative to `{cwd}`; it must exist). Durations take `ms`, \
+         `s`, `m`, `h` (a bare number is seconds), sizes `k`, `m`, `g`. `memory` is the \
+         command's cgroup limit where the driver has the memory controller; elsewhere it \
+         becomes an address-space limit, under which a JVM (it reserves far more address \
+         space than it uses) and similar programs fail to start: leave `memory` out for \
+         them there (`result.json`'s `memory_limit` says which kind this mount applied).\n\n\
          ```sh\n\
          cat > {m}/ctl/limited <<'EOF'\n\
-         #terminalfs timeout=10m memory=2G keep=1h\n\
+         #terminalfs timeout=10m memory=4G keep=1h\n\
          echo within limits\n\
          EOF\n\
          cat {m}/cmd/limited/wait\n\
          echo '#terminalfs colour=red' > {m}/ctl/badkey || cat {m}/cmd/badkey/reason\n\
          ```\n\n\
-         An unknown key, a bad value or a key given twice fails the write with \"Operation \
-         not permitted\"; nothing runs and `reason` says which. A stopped command and its output are removed \
+         An unknown key, a bad value, a key given twice, a `cwd` that is no directory, or a \
+         `#terminalfs` line after the first command (the shell would take it for a comment \
+         and nothing would apply it; a heredoc's body is not a comment) fails the write or \
+         the close with \"Invalid argument\"; nothing runs and `reason` says why. A stopped command and its output are removed \
          {keep} after its files were last open (or its `keep=`). Past the output limit per \
          stream, the first part and the newest bytes are kept, with one line in between \
          saying how many bytes were dropped.\n\n\
@@ -426,7 +492,8 @@ pub fn skill(site: &Site) -> String {
          way, and so does any signal number (on Linux the real-time ones too, such as `34` \
          or `RTMIN+2`), each also after a dash, as in `kill -9` (`-9`, `-INT`), or after \
          kill's option on the same line (`-s INT`, `-n 9`, `--signal INT`). `STOP` in capitals (or `SIGSTOP`) pauses it (`status` says \
-         `paused`, `wait` keeps waiting) until `CONT`; `stop` alone in any other case is \
+         `paused`; `wait` keeps waiting, then answers `paused` when its wait runs out) until \
+         `CONT`; `stop` alone in any other case is \
          the stop above, but after a dash or kill's option (`-stop`, `-s stop`) it names \
          SIGSTOP and pauses. A stop or continue from elsewhere \
          (`kill -STOP <pid>`, the command stopping itself) shows within a quarter second. If the command dies of a signal \
@@ -531,8 +598,8 @@ pub fn skill(site: &Site) -> String {
          stopped, or after `rm` of `stdin`, fails with \"Broken pipe\".\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
-         the deny list (or a bad `#terminalfs` line). The command did not run; \
-         `{m}/cmd/<name>/reason` names the rule. A relative path given to `rm`, `chmod`, \
+         the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule, \
+         and `terminalfs check 'TEXT'` shows how the list reads a text. A relative path given to `rm`, `chmod`, \
          `chown` or `chgrp` is judged as the path it names from where the command runs: \
          `cd / && rm -rf *` is `rm -rf /*`, and `reason` says what it was judged as. An \
          alias or a `hash -p` name is judged as what it stands for (an alias ending in a \
@@ -541,7 +608,10 @@ pub fn skill(site: &Site) -> String {
          with `$( )` or backquotes in it as if it ran (bash runs it when the variable is \
          used as a number): keep such text out of variables. Do not \
          try to get around the rule: ask the user. \"File exists\" means the name is taken: pick another, or `rm -r` the old \
-         `cmd/<name>` first. \"Invalid argument\" means the name is not allowed.\n\n\
+         `cmd/<name>` first. \"Invalid argument\" means the name is not allowed, or a \
+         `#terminalfs` line is wrong (then `cmd/<name>/reason` says which). Every refusal, \
+         with its reason, is listed under \"Refused lately\" in `{m}/ctl/index.md` and is a \
+         line of the driver's log.\n\n\
          ## Rules of thumb\n\n\
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
          for each run.\n\
@@ -563,6 +633,15 @@ pub fn wait_answer(stopped: Option<bool>) -> &'static [u8] {
         None => b"running\n",
         Some(true) => b"completed\n",
         Some(false) => b"error\n",
+    }
+}
+
+/// The answer of a `wait` whose wait ran out: `paused\n` when the command is paused
+/// then (never sooner: a pause is no end), else as [`wait_answer`], `running\n`.
+pub fn wait_timed_out(stopped: Option<bool>, paused: bool) -> &'static [u8] {
+    match stopped {
+        None if paused => b"paused\n",
+        stopped => wait_answer(stopped),
     }
 }
 
@@ -648,7 +727,7 @@ mod tests {
         let s = site(Some(&mount));
         for page in [
             root_index(&s),
-            ctl_index(&s, &Default::default()),
+            ctl_index(&s, &[], &Default::default()),
             cmd_index(&s, &[], 0),
             skills_index(),
             skill_dir_index(),
@@ -779,5 +858,8 @@ mod tests {
         assert_eq!(wait_answer(None), b"running\n");
         assert_eq!(wait_answer(Some(true)), b"completed\n");
         assert_eq!(wait_answer(Some(false)), b"error\n");
+        assert_eq!(wait_timed_out(None, true), b"paused\n");
+        assert_eq!(wait_timed_out(None, false), b"running\n");
+        assert_eq!(wait_timed_out(Some(true), true), b"completed\n");
     }
 }

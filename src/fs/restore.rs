@@ -52,7 +52,9 @@ impl Tree {
             let mut count = 0;
             for comeback in comebacks {
                 let name = comeback.name;
-                if names::check_name(name.as_bytes()).is_err() || state.cmd.contains_key(&name) {
+                if names::check_draft_name(name.as_bytes()).is_err()
+                    || state.cmd.contains_key(&name)
+                {
                     log(&format!(
                         "left out cmd/{name} at start: the name is invalid or taken"
                     ));

@@ -66,6 +66,27 @@ pub(super) enum Stage {
 }
 
 impl Draft {
+    /// Where it stands, as `ctl/index.md` lists it.
+    pub fn stage_text(&self) -> &'static str {
+        match self.stage {
+            Stage::Writing { writers: 0, .. } => {
+                "empty and closed: a later write decides it (freed after --keep otherwise)"
+            }
+            Stage::Writing { .. } => "being written: decided when its last writer closes it",
+            Stage::Refused { .. } => "refused: it becomes a denied command when closed",
+            Stage::Deciding => "being checked",
+            Stage::Decided {
+                start_at: Some(_), ..
+            } => "decided: it starts in a moment",
+            Stage::Decided { start_at: None, .. } if self.name.starts_with('.') => {
+                "hidden draft: runs once renamed to a command name (freed after --keep otherwise)"
+            }
+            Stage::Decided { start_at: None, .. } => {
+                "temporary draft: runs once renamed without .tmp (freed after --keep otherwise)"
+            }
+        }
+    }
+
     /// Whether writers may still open and change it.
     pub fn writable(&self) -> bool {
         matches!(self.stage, Stage::Writing { .. })
@@ -114,11 +135,18 @@ impl Draft {
 pub(super) struct Refusal {
     pub rule: Option<String>,
     pub reason: String,
+    /// The errno a write or close it fails gets: EPERM for what the deny list (or the
+    /// text itself) refuses, EINVAL for a bad `#terminalfs` line.
+    pub errno: i32,
 }
 
 impl Refusal {
     pub fn plain(reason: String) -> Refusal {
-        Refusal { rule: None, reason }
+        Refusal {
+            rule: None,
+            reason,
+            errno: libc::EPERM,
+        }
     }
 }
 
@@ -135,6 +163,15 @@ pub(super) enum Run {
 }
 
 impl Run {
+    /// The word `cmd/index.md` shows: `status`'s, or `starting` while the spawn is
+    /// under way (nothing under `cmd/<name>/` is shown until it is done).
+    pub fn index_word(&self) -> &'static str {
+        match self {
+            Run::Starting => "starting",
+            run => run.status_word(),
+        }
+    }
+
     /// The word `status` shows.
     pub fn status_word(&self) -> &'static str {
         match self {

@@ -342,7 +342,11 @@ fn a_new_draft_is_empty_and_writable() {
 fn names_are_checked_at_create() {
     let rig = Rig::new();
     assert_eq!(errno(rig.create("a b")), libc::EINVAL);
-    assert_eq!(errno(rig.create(".hidden")), libc::EINVAL);
+    assert_eq!(errno(rig.create(".a b")), libc::EINVAL);
+    assert_eq!(
+        errno(rig.create(&format!(".{}", "n".repeat(64)))),
+        libc::EINVAL
+    );
     assert_eq!(errno(rig.create("index.md")), libc::EEXIST);
     let fh = rig.create("x").expect("created");
     assert_eq!(errno(rig.create("x")), libc::EEXIST);
@@ -362,7 +366,10 @@ fn the_last_close_decides_and_the_draft_can_no_longer_change() {
     rig.submit("x", "echo hi").expect("taken");
     let attr = rig.draft_attr("x").expect("still in ctl/ while it settles");
     assert_eq!((attr.size, attr.perm), (7, 0o400));
-    assert_eq!(errno(rig.tree.setattr(attr.ino, Some(0))), libc::EACCES);
+    assert_eq!(
+        errno(rig.tree.setattr(attr.ino, Some(0), false)),
+        libc::EACCES
+    );
     assert_eq!(errno(rig.tree.open(attr.ino, W)), libc::EEXIST);
     assert_eq!(
         rig.fake.spawns(),
@@ -415,7 +422,7 @@ fn a_truncation_empties_a_writable_draft() {
     let fh2 = rig.create("y").expect("created");
     rig.write(fh2, 0, "echo long text").expect("written");
     let ino = rig.draft_attr("y").expect("draft").ino;
-    rig.tree.setattr(ino, Some(0)).expect("truncated");
+    rig.tree.setattr(ino, Some(0), false).expect("truncated");
     rig.write(fh2, 0, "echo b").expect("written");
     rig.tree.release(fh2);
     assert_eq!(rig.cat(ino).expect("read"), Some("echo b".to_string()));
@@ -482,7 +489,7 @@ fn a_command_longer_than_the_limit_never_runs() {
 fn a_bad_directive_is_refused_and_a_good_one_reaches_the_spawn() {
     let rig = Rig::new();
     let refused = rig.submit("bad", "#terminalfs timeout=soon\ntrue");
-    assert_eq!(errno(refused), libc::EPERM);
+    assert_eq!(errno(refused), libc::EINVAL);
     assert_eq!(rig.read("bad", "status"), "denied\n");
     rig.run("limited", "#terminalfs timeout=5s\ntrue");
     let spawned = rig.fake.spawned.lock();
@@ -602,6 +609,97 @@ fn a_draft_under_a_temporary_name_waits_for_its_rename() {
         .expect("renamed");
     assert_eq!(errno(rig.lookup(names::CMD, "soon.tmp")), libc::ENOENT);
     assert_eq!(rig.fake.spawns(), 0);
+}
+
+#[test]
+fn a_hidden_draft_runs_only_under_the_name_it_is_renamed_to() {
+    // As a write tool saves: a hidden temporary file, written and closed, then renamed.
+    let rig = Rig::with(Duration::ZERO, Duration::from_secs(3600));
+    rig.submit(".save.Xa3k", "echo saved").expect("accepted");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CMD, ".save.Xa3k")), libc::ENOENT);
+    rig.ls(names::CMD);
+    assert_eq!(rig.fake.spawns(), 0, "a hidden draft never runs as such");
+    let page = rig.cat(names::CTL_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("`.save.Xa3k`: hidden draft: runs once renamed"),
+        "{page}"
+    );
+    rig.tree
+        .rename(names::CTL, b".save.Xa3k", names::CTL, b"saved")
+        .expect("renamed");
+    rig.tree.tick();
+    rig.tree.start_pending();
+    assert_eq!(rig.fake.spawns(), 1);
+    assert_eq!(rig.read("saved", "command"), "echo saved");
+    // Mode and owner changes on a draft are taken and change nothing; elsewhere EPERM.
+    let fh = rig.create(".other").expect("created");
+    let ino = rig.draft_attr(".other").unwrap().ino;
+    let attr = rig
+        .tree
+        .setattr(ino, None, true)
+        .expect("a chmod of a draft");
+    assert_eq!(attr.perm, 0o600);
+    rig.tree.release(fh);
+    let attr = rig
+        .tree
+        .setattr(ino, None, true)
+        .expect("closed, still a draft");
+    assert_eq!(attr.perm, 0o600, "a mode change changes nothing");
+    assert_eq!(
+        errno(rig.tree.setattr(names::CTL_INDEX, None, true)),
+        libc::EPERM
+    );
+    let dir = rig.found(names::CMD, "saved").expect("the command").ino;
+    assert_eq!(errno(rig.tree.setattr(dir, None, true)), libc::EPERM);
+}
+
+#[test]
+fn a_hidden_draft_never_renamed_is_freed_after_keep_and_said() {
+    let rig = Rig::with(Duration::ZERO, Duration::ZERO);
+    rig.submit(".forgot", "echo x").expect("accepted");
+    rig.tree.tick();
+    assert_eq!(errno(rig.lookup(names::CTL, ".forgot")), libc::ENOENT);
+    assert_eq!(rig.fake.spawns(), 0);
+    let page = rig.cat(names::CTL_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("`.forgot`") && page.contains("never was"),
+        "{page}"
+    );
+}
+
+#[test]
+fn the_index_says_starting_until_the_spawn_is_done() {
+    let rig = Rig::with(Duration::ZERO, Duration::from_secs(3600));
+    rig.submit("queued", "echo x").expect("accepted");
+    rig.tree.tick();
+    let page = rig.cat(names::CMD_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("| [queued](queued/status) | starting |  |  |  |"),
+        "{page}"
+    );
+    rig.tree.start_pending();
+    let page = rig.cat(names::CMD_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("| [queued](queued/status) | running |"),
+        "{page}"
+    );
+}
+
+#[test]
+fn a_refused_text_is_listed_in_ctl_index_with_its_reason() {
+    let rig = Rig::new();
+    let refused = rig.submit("late", "echo first\n#terminalfs timeout=2s\nsleep 5");
+    assert_eq!(errno(refused), libc::EINVAL);
+    assert_eq!(rig.read("late", "status"), "denied\n");
+    assert!(rig
+        .read("late", "reason")
+        .contains("after the command has begun"));
+    let page = rig.cat(names::CTL_INDEX).unwrap().unwrap();
+    assert!(
+        page.contains("`late`: refused: a #terminalfs line after the command has begun"),
+        "{page}"
+    );
 }
 
 #[test]

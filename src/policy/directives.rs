@@ -1,20 +1,25 @@
 //! Per-command limits written in the command itself, as leading comment lines the shell
-//! ignores: `#terminalfs timeout=10m memory=2G keep=1h` (also `# terminalfs ...`).
+//! ignores: `#terminalfs timeout=10m memory=2G keep=1h cwd=DIR` (also `# terminalfs ...`).
 //!
-//! Only the top of the text is read: a `#!` first line and blank lines are skipped, other
-//! comments are passed over, and scanning stops at the first line that is neither blank nor
-//! a comment, so a directive further down is an ordinary comment. Each directive line holds
-//! space-separated `key=value` pairs; the keys are `timeout` (a duration), `memory` (a size)
-//! and `keep` (a duration), read with the same units as the command line. Any unknown key,
-//! bad value or key given twice (`timeout=1s timeout=3s`, on one line or on two) refuses
-//! the command, with a reason naming it, rather than running it with a limit silently
-//! missing or other than the one meant.
+//! Only the top of the text sets anything: a `#!` first line and blank lines are skipped,
+//! other comments are passed over, and the top ends at the first line that is neither
+//! blank nor a comment. A `#terminalfs` line further down that the shell reads as a
+//! comment would set nothing, so it refuses the command rather than being ignored in
+//! silence; one the shell reads as data (a heredoc's body, a quoted string) is no
+//! comment and is left alone. Each directive line holds space-separated `key=value`
+//! pairs; the keys are `timeout` (a duration), `memory` (a size), `keep` (a duration),
+//! read with the same units as the command line, and `cwd` (the directory it starts
+//! in: absolute, from the home directory with `~`, or relative to the mount's `--cwd`;
+//! it must exist). Any unknown key, bad value or key given twice (`timeout=1s
+//! timeout=3s`, on one line or on two) refuses the command, with a reason naming it,
+//! rather than running it with a limit silently missing or other than the one meant.
 //!
 //! Two words say what the command reads: `stdin` gives it a pipe that `cmd/<name>/stdin`
 //! writes into, `tty` (or `tty=COLSxROWS`, 120x40 unless given) a terminal. `tty` wins
 //! over `stdin`, since a terminal takes input too; each of them is a key of its own, so
 //! `tty stdin` is fine and `tty tty=80x24` is a key given twice.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::units::{parse_duration, parse_size, TerminalSize};
@@ -32,7 +37,7 @@ pub enum Input {
 }
 
 /// Limits a command sets for itself; `None` leaves the driver's setting in force.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Directives {
     /// Stop the command after this long.
     pub timeout: Option<Duration>,
@@ -41,6 +46,8 @@ pub struct Directives {
     /// How long to keep the command's directory once it has stopped and is not in use.
     pub keep: Option<Duration>,
     pub input: Input,
+    /// Where it starts: as written until [`resolve_cwd`] makes it the directory meant.
+    pub cwd: Option<PathBuf>,
 }
 
 /// Reads the `#terminalfs` lines at the top of a command.
@@ -48,6 +55,7 @@ pub fn parse_directives(text: &str) -> Result<Directives, String> {
     let mut directives = Directives::default();
     // The pairs read so far, by key, to name both in the refusal of a key given twice.
     let mut given: Vec<(&str, &str)> = Vec::new();
+    let mut body_from = None;
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if index == 0 && line.starts_with("#!") {
@@ -56,15 +64,13 @@ pub fn parse_directives(text: &str) -> Result<Directives, String> {
         if line.is_empty() {
             continue;
         }
-        let Some(comment) = line.strip_prefix('#') else {
+        if !line.starts_with('#') {
+            body_from = Some(index);
             break;
-        };
-        let Some(pairs) = comment.trim_start().strip_prefix("terminalfs") else {
-            continue;
-        };
-        if !(pairs.is_empty() || pairs.starts_with(char::is_whitespace)) {
-            continue;
         }
+        let Some(pairs) = directive_pairs(line) else {
+            continue;
+        };
         for pair in pairs.split_whitespace() {
             apply(&mut directives, pair)?;
             let key = pair.split_once('=').map_or(pair, |(key, _)| key);
@@ -77,7 +83,95 @@ pub fn parse_directives(text: &str) -> Result<Directives, String> {
             given.push((key, pair));
         }
     }
+    if let Some(from) = body_from {
+        if let Some((number, line)) = late_directive(text, from) {
+            return Err(format!(
+                "a #terminalfs line after the command has begun (line {number}: '{line}') \
+                 is an ordinary comment to the shell and would set nothing; put every \
+                 #terminalfs line at the top, before the first command"
+            ));
+        }
+    }
     Ok(directives)
+}
+
+/// The pairs of a `#terminalfs` line (`line` trimmed), or None for any other line.
+fn directive_pairs(line: &str) -> Option<&str> {
+    let pairs = line
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("terminalfs")?;
+    (pairs.is_empty() || pairs.starts_with(char::is_whitespace)).then_some(pairs)
+}
+
+/// The first `#terminalfs` line from line `from` on (numbered from 1, trimmed) that the
+/// shell reads as a comment. Each candidate line is replaced by a command of a name
+/// nothing else has and the text split as the checker splits it: a candidate whose
+/// stand-in comes out as a command stood where a command may, so the shell skips it as
+/// a comment; one in a heredoc's body or a quoted string stays data.
+fn late_directive(text: &str, from: usize) -> Option<(usize, &str)> {
+    const STAND_IN: &str = "terminalfs-late-directive-";
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let candidates: Vec<usize> = (from..lines.len())
+        .filter(|&index| directive_pairs(lines[index].trim()).is_some())
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let mut probe = String::with_capacity(text.len() + candidates.len() * 32);
+    for (index, line) in lines.iter().enumerate() {
+        if candidates.contains(&index) {
+            // The shell skips a comment's `\r` with it; a stand-in must not keep one.
+            probe.push_str(&format!("{STAND_IN}{index}"));
+            if line.ends_with('\n') {
+                probe.push('\n');
+            }
+        } else {
+            probe.push_str(line);
+        }
+    }
+    let split = super::splitter::split(&probe);
+    let found = candidates.into_iter().find(|index| {
+        let stand_in = format!("{STAND_IN}{index}");
+        split
+            .commands
+            .iter()
+            .any(|command| command.forms.contains(&stand_in))
+    })?;
+    Some((found + 1, lines[found].trim()))
+}
+
+/// The directory a command with `cwd=dir` starts in: `dir` when absolute, from `home`
+/// for `~` and `~/...`, else from `base` (the mount's `--cwd`). It must be a directory
+/// now; the reason says why not.
+pub fn resolve_cwd(dir: &Path, base: Option<&Path>, home: &Path) -> Result<PathBuf, String> {
+    let written = dir.display();
+    let full = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else if let Ok(rest) = dir.strip_prefix("~") {
+        home.join(rest)
+    } else {
+        match base {
+            Some(base) => base.join(dir),
+            None => {
+                return Err(format!(
+                    "the #terminalfs directive cwd={written} is relative and the directory \
+                     commands start in is not known; give an absolute path"
+                ))
+            }
+        }
+    };
+    match std::fs::metadata(&full) {
+        Ok(meta) if meta.is_dir() => Ok(full),
+        Ok(_) => Err(format!(
+            "the #terminalfs directive cwd={written} names {}, which is not a directory",
+            full.display()
+        )),
+        Err(err) => Err(format!(
+            "the #terminalfs directive cwd={written} names no directory to start in ({}: {err})",
+            full.display()
+        )),
+    }
 }
 
 fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
@@ -97,7 +191,7 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
     let Some((key, value)) = pair.split_once('=') else {
         return Err(format!(
             "the #terminalfs directive '{pair}' is not key=value (keys: timeout, memory, keep, \
-             tty=COLSxROWS; words: stdin, tty)"
+             cwd, tty=COLSxROWS; words: stdin, tty)"
         ));
     };
     let bad = |err: String| format!("the #terminalfs directive {key}={value} is not valid: {err}");
@@ -117,11 +211,13 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
             directives.memory = Some(memory);
         }
         "keep" => directives.keep = Some(parse_duration(value).map_err(bad)?),
+        "cwd" if value.is_empty() => return Err(bad("it names no directory".to_owned())),
+        "cwd" => directives.cwd = Some(PathBuf::from(value)),
         "tty" => directives.input = Input::Terminal(TerminalSize::parse(value).map_err(bad)?),
         _ => {
             return Err(format!(
                 "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \
-                 keep, tty=COLSxROWS; words: stdin, tty)"
+                 keep, cwd, tty=COLSxROWS; words: stdin, tty)"
             ))
         }
     }
@@ -139,7 +235,7 @@ mod tests {
             "make",
             "\n\n",
             "# just a comment\nmake",
-            "make\n#terminalfs x=1",
+            "make\n# terminalfsx comes later\n#terminalfsy=1",
         ] {
             assert_eq!(parse_directives(text), Ok(Directives::default()), "{text}");
         }
@@ -157,11 +253,81 @@ mod tests {
     #[test]
     fn shebang_blank_lines_and_other_comments_are_skipped() {
         let text = "#!/bin/bash\n\n# build it\n# terminalfs timeout=5s\n  #terminalfs keep=0\n\
-                    cargo build\n#terminalfs memory=1k\n";
+                    cargo build\n# done\n";
         let d = parse_directives(text).expect("valid directives");
         assert_eq!(d.timeout, Some(Duration::from_secs(5)));
         assert_eq!(d.keep, Some(Duration::ZERO));
         assert_eq!(d.memory, None);
+    }
+
+    #[test]
+    fn a_directive_after_the_command_began_is_refused_where_the_shell_skips_it() {
+        for (text, line) in [
+            (
+                "echo first\n#terminalfs timeout=2s\nsleep 5",
+                "line 2: '#terminalfs timeout=2s'",
+            ),
+            (
+                "#terminalfs keep=1h\nmake\n  # terminalfs memory=1k\n",
+                "line 3",
+            ),
+            ("make\r\n#terminalfs\r\nls", "line 2: '#terminalfs'"),
+            (
+                "if true; then\n  #terminalfs timeout=1s\n  make\nfi",
+                "line 2",
+            ),
+            // After a heredoc ends, a line is a comment again.
+            ("cat <<EOF\nx\nEOF\n#terminalfs keep=1s\n", "line 4"),
+        ] {
+            let err = parse_directives(text).expect_err(text);
+            assert!(err.contains(line), "{text:?}: {err}");
+            assert!(err.contains("after the command has begun"), "{err}");
+        }
+        // Data, not comments: a heredoc's body, a quoted string, part of a word.
+        for text in [
+            "cat > notes <<'EOF'\n#terminalfs timeout=1s\nEOF\n",
+            "cat <<EOF\n  #terminalfs keep=1s\nEOF",
+            "python3 -c '\n#terminalfs timeout=1s\nprint(1)'",
+            "echo \"a\n#terminalfs b\"",
+            "echo x #terminalfs timeout=1s",
+        ] {
+            assert_eq!(
+                parse_directives(text),
+                Ok(Directives::default()),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cwd_is_read_as_written_and_resolved_to_a_directory() {
+        let d = parse_directives("#terminalfs cwd=src/app\nmake").expect("valid");
+        assert_eq!(d.cwd, Some(PathBuf::from("src/app")));
+        let err = parse_directives("#terminalfs cwd=\nmake").expect_err("empty");
+        assert!(err.contains("cwd= is not valid"), "{err}");
+
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path();
+        std::fs::create_dir_all(base.join("a/b")).unwrap();
+        std::fs::write(base.join("file"), "").unwrap();
+        let home = base.join("a");
+        let resolve = |dir: &str| resolve_cwd(Path::new(dir), Some(base), &home);
+        assert_eq!(resolve("a/b"), Ok(base.join("a/b")));
+        assert_eq!(
+            resolve(&base.join("a").display().to_string()),
+            Ok(base.join("a"))
+        );
+        assert_eq!(resolve("~/b"), Ok(home.join("b")));
+        assert_eq!(resolve("~"), Ok(home.clone()));
+        let missing = resolve("nowhere").expect_err("missing");
+        assert!(
+            missing.contains("cwd=nowhere names no directory") && missing.contains("nowhere:"),
+            "{missing}"
+        );
+        let file = resolve("file").expect_err("a file");
+        assert!(file.contains("not a directory"), "{file}");
+        let unknown = resolve_cwd(Path::new("x"), None, &home).expect_err("no base");
+        assert!(unknown.contains("give an absolute path"), "{unknown}");
     }
 
     #[test]

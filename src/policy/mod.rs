@@ -375,16 +375,18 @@ impl Policy {
             return refused(reason.to_owned());
         }
         let text = String::from_utf8_lossy(text);
-        let directives = match parse_directives(&text) {
+        let directives = match self.directives(&text) {
             Ok(directives) => directives,
             Err(reason) => return refused(format!("refused: {reason}")),
         };
+        // A `cwd=` directive moves where the commands start, and so what they name.
+        let start_dir = match &directives.cwd {
+            Some(dir) => canonical_dir(dir),
+            None => self.start_dir.clone(),
+        };
         let split = splitter::split(&text);
-        let judged = judge_in_directories(
-            &split.commands,
-            self.start_dir.as_deref(),
-            self.home.as_deref(),
-        );
+        let judged =
+            judge_in_directories(&split.commands, start_dir.as_deref(), self.home.as_deref());
         let shell_input = match directives.input {
             Input::Closed => None,
             Input::Pipe | Input::Terminal(_) => shell_reading_input(&split),
@@ -393,7 +395,7 @@ impl Policy {
             (Some(why), Input::Terminal(_)) if self.rule_count() > 0 => {
                 refusal(shell_on_terminal_reason(why))
             }
-            _ => self.decide(&text, &split, &judged, self.start_dir.as_deref()),
+            _ => self.decide(&text, &split, &judged, start_dir.as_deref()),
         };
         Explained {
             verdict,
@@ -403,6 +405,17 @@ impl Policy {
             shell_input,
             judged,
         }
+    }
+
+    /// The `#terminalfs` lines of `text`, its `cwd=` made the directory it names (see
+    /// [`directives::resolve_cwd`]), or why they refuse it.
+    pub(crate) fn directives(&self, text: &str) -> Result<Directives, String> {
+        let mut directives = parse_directives(text)?;
+        if let Some(dir) = directives.cwd.take() {
+            let base = self.start_dir.as_deref().map(Path::new);
+            directives.cwd = Some(directives::resolve_cwd(&dir, base, &home_dir())?);
+        }
+        Ok(directives)
     }
 
     /// The rules' verdict on `text`, split into `split`, whose commands have the judged

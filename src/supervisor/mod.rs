@@ -150,6 +150,8 @@ pub struct SpawnRequest {
     pub memory: Option<u64>,
     /// What it reads: nothing, a pipe, or a terminal.
     pub stdin: Stdin,
+    /// Where it starts, when its `cwd=` says (else `--cwd`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// The descriptors a command's standard streams are made of.
@@ -431,6 +433,14 @@ impl Supervisor {
     /// file through the mount when none was readied, so never on a thread that serves it.
     pub fn spawn(&self, request: SpawnRequest) -> Arc<Job> {
         let _gate = self.start_gate.read();
+        // A `cwd=` directive: the directory its job records as where it ran.
+        let config = match &request.cwd {
+            Some(cwd) => std::borrow::Cow::Owned(SupervisorConfig {
+                cwd: cwd.clone(),
+                ..self.config.clone()
+            }),
+            None => std::borrow::Cow::Borrowed(&self.config),
+        };
         // On a terminal stderr is the terminal: a readied start waits for the next one.
         let ready = match request.stdin {
             Stdin::Terminal(_) => None,
@@ -443,7 +453,7 @@ impl Supervisor {
         if self.closing.load(Ordering::SeqCst) {
             // Shutdown has taken its list of jobs: nothing may start behind its back.
             let capture = self.spool.capture(&request.name, &request.text);
-            let job = Job::new(id, capture, &self.config, None, String::new(), None, None);
+            let job = Job::new(id, capture, &config, None, String::new(), None, None);
             return self.failed(
                 Arc::new(job),
                 "terminalfs: not started: terminalfs is shutting down\n",
@@ -478,7 +488,7 @@ impl Supervisor {
             Ok(wiring) => wiring,
             Err(error) => {
                 let capture = self.spool.capture(&request.name, &request.text);
-                let job = Job::new(id, capture, &self.config, cgroup, containment, memory, None);
+                let job = Job::new(id, capture, &config, cgroup, containment, memory, None);
                 let what = match request.stdin {
                     Stdin::Terminal(_) => "a terminal",
                     _ => "pipes",
@@ -494,15 +504,7 @@ impl Supervisor {
         } = wiring;
         let child = (stdin, stdout_write, stderr_write, stderr);
         let capture = self.spool.capture(&request.name, &request.text);
-        let job = Job::new(
-            id,
-            capture,
-            &self.config,
-            cgroup,
-            containment,
-            memory,
-            input,
-        );
+        let job = Job::new(id, capture, &config, cgroup, containment, memory, input);
         let job = Arc::new(job);
         match self.fork(&job, &request, child, pump, procs, rlimit) {
             Ok((pid, birth)) => {
@@ -560,11 +562,8 @@ impl Supervisor {
             Some(_) => vec![OsStr::new("/dev/fd/3")],
             None => vec![OsStr::new("-c"), OsStr::from_bytes(&request.text)],
         };
-        let what = format!(
-            "{} -c in {}",
-            self.config.shell.display(),
-            self.config.cwd.display()
-        );
+        let cwd = request.cwd.as_ref().unwrap_or(&self.config.cwd);
+        let what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
         let mut env = vec![("TERMINALFS_NAME", OsStr::new(&request.name))];
         if terminal {
             env.push(("TERM", OsStr::new(terminal::pty::TERM)));
@@ -572,7 +571,7 @@ impl Supervisor {
         let mut prepared = Prepared::new(
             &self.config.shell,
             &args,
-            &self.config.cwd,
+            cwd,
             self.environment
                 .with(&env)
                 .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?,
@@ -773,6 +772,7 @@ mod tests {
                     timeout: None,
                     memory: None,
                     stdin: Stdin::Closed,
+                    cwd: None,
                 })
             })
             .collect();
@@ -813,6 +813,7 @@ mod tests {
                             timeout: None,
                             memory: None,
                             stdin: Stdin::Closed,
+                            cwd: None,
                         });
                         jobs_sender.send(job).expect("the test collects jobs");
                         started.fetch_add(1, Ordering::SeqCst);
