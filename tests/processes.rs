@@ -579,12 +579,12 @@ fn stop_pauses_until_cont_and_wait_waits_through_it() {
     mount.holds("cmd/ticker/stdout", "3\n");
     mount.ok("echo STOP > $M/cmd/ticker/kill");
     assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
-    // Paused: wait times out with `running`, and the output stops growing. A line
+    // Paused: wait times out with `paused`, and the output stops growing. A line
     // written just before the STOP may still be on its way in during the first wait;
     // nothing comes during the second.
-    assert_eq!(mount.read("cmd/ticker/wait"), "running\n");
+    assert_eq!(mount.read("cmd/ticker/wait"), "paused\n");
     let before = mount.read("cmd/ticker/stdout");
-    assert_eq!(mount.read("cmd/ticker/wait"), "running\n");
+    assert_eq!(mount.read("cmd/ticker/wait"), "paused\n");
     assert_eq!(mount.read("cmd/ticker/stdout"), before);
     assert_eq!(mount.read("cmd/ticker/status"), "paused\n");
     mount.ok("echo CONT > $M/cmd/ticker/kill");
