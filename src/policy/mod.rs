@@ -136,9 +136,6 @@ impl Explained {
     }
 }
 
-/// The longest spelling looked up among those already checked; longer ones are few.
-const MAX_DEDUPLICATED: usize = 4096;
-
 /// The reason given for text that holds no command.
 pub const NO_COMMAND_REASON: &str = "refused: no command: only whitespace was written";
 
@@ -431,14 +428,19 @@ impl Policy {
     ) -> Verdict {
         let rules = self.rules();
         let commands = &split.commands;
-        let mut candidates = vec![Candidate::new(text)];
+        // Hashing a spelling costs far less than reading it again (options, operands):
+        // the text itself is often its one command's one spelling.
         let mut seen = HashSet::new();
-        for command in commands {
-            for form in &command.forms {
-                // Hashing a long spelling costs more than checking it twice.
-                if form.len() > MAX_DEDUPLICATED || seen.insert(form.as_str()) {
-                    candidates.push(Candidate::new(form));
-                }
+        let mut candidates = Vec::new();
+        for form in std::iter::once(text).chain(
+            commands
+                .iter()
+                .flat_map(|c| c.forms.iter().map(String::as_str)),
+        ) {
+            let spelling = Candidate::spelling(form);
+            if !seen.contains(&spelling) {
+                seen.insert(spelling.clone());
+                candidates.push(Candidate::of_spelling(spelling));
             }
         }
         // After the spellings as written, so a rule that matches both is reported plainly.

@@ -501,6 +501,16 @@ fn names_option(given: &str, wanted: &str) -> bool {
 /// `..` takes away the name before it (`/etc/..` is `/`, `a/../b` is `b`), at `/` it
 /// stays at `/`, and one leading a relative path, or following `~`, stays.
 pub(crate) fn canonical_path(path: &str) -> String {
+    // Most operands are canonical already: found without building any parts (a command
+    // of half a million operands reads each one).
+    if is_canonical(path) {
+        return path.to_owned();
+    }
+    fold_path(path)
+}
+
+/// [`canonical_path`] the long way, for a path that may not be canonical.
+fn fold_path(path: &str) -> String {
     let mut path = path.to_owned();
     if let Some(rest) = home_spelling_len(&path).map(|len| &path[len..]) {
         if rest.is_empty() || rest.starts_with('/') {
@@ -528,6 +538,16 @@ pub(crate) fn canonical_path(path: &str) -> String {
         (false, true) => ".".to_owned(),
         (false, false) => joined,
     }
+}
+
+/// Whether [`canonical_path`] leaves `path` as it is: no home spelling to fold, no `**`,
+/// no empty, `.` or `..` name.
+fn is_canonical(path: &str) -> bool {
+    if path.is_empty() || path.starts_with('$') || path.contains("**") {
+        return false;
+    }
+    let body = path.strip_prefix('/').unwrap_or(path);
+    path == "/" || body.split('/').all(|name| !matches!(name, "" | "." | ".."))
 }
 
 /// Symbolic links found on most Linux systems, and where they lead (as names from `/`):
@@ -793,6 +813,26 @@ fn canonical_mode(mode: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_taken_as_canonical_is_one() {
+        let names = [
+            "", "/", "//", ".", "..", "~", "$HOME", "${HOME}", "a", "**", "x.y",
+        ];
+        for a in names {
+            for b in names {
+                for c in ["", "/"] {
+                    let path = format!("{a}/{b}{c}");
+                    for path in [path.clone(), format!("/{path}"), b.to_owned()] {
+                        if is_canonical(&path) {
+                            assert_eq!(fold_path(&path), path);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(is_canonical("/usr/bin/x") && is_canonical("~/x") && is_canonical("a/b"));
+    }
 
     fn argv(command: &str) -> Argv {
         Argv::read(command).expect("a known program")

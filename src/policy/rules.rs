@@ -37,7 +37,17 @@ pub struct Candidate {
 
 impl Candidate {
     pub fn new(command: &str) -> Candidate {
-        let text = canonical_numbers(normalize(command));
+        Candidate::of_spelling(Candidate::spelling(command))
+    }
+
+    /// How [`Candidate::new`] spells `command` before reading it: whitespace normalized
+    /// and numbers canonical. Two commands of one spelling are the same candidate.
+    pub fn spelling(command: &str) -> String {
+        canonical_numbers(normalize(command))
+    }
+
+    /// The candidate of a [`Candidate::spelling`].
+    pub fn of_spelling(text: String) -> Candidate {
         let argv = Argv::read(&text);
         Candidate {
             text,
