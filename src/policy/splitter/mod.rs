@@ -226,7 +226,7 @@ struct Context {
     /// arguments around a script are put back after it, so that a command read again with
     /// the same arguments is known.
     args_generation: u64,
-    /// The simple commands already read (see `grammar::repeat_key`), with whether each is
+    /// The simple commands already read (see `grammar::repeat::repeat_key`), with whether each is
     /// a shell reading its script from standard input.
     seen: HashMap<Vec<u8>, bool>,
     /// The strings already split as scripts of their own, after the generation of `args`.
@@ -241,7 +241,7 @@ struct Context {
     /// another directory is another, and one read again in the directory put back after a
     /// substitution that changed it (`$(cd x)`, a backquoted `$cmd`) is the same.
     dir_generation: u64,
-    /// The last `cd` followed (see `grammar::follow_cd`): the generation of the directory
+    /// The last `cd` followed (see `grammar::cd::follow_cd`): the generation of the directory
     /// it started from, its operand, and the directory it led to with its generation.
     last_cd: Option<(u64, String, (Option<String>, u64))>,
     /// The generation numbers handed out so far (for `args` and `dir`): a new one is never
