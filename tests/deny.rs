@@ -325,6 +325,13 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
         "loginctl reboot",
         "wipefs -a /dev/sda",
         "start-stop-daemon --start --exec /usr/bin/sudo -- -i",
+        "kill -INT 1",
+        "echo b > /proc/sysrq-trigger",
+        "systemctl soft-reboot",
+        "systemctl start ctrl-alt-del.target",
+        "busctl call org.freedesktop.login1 /org/freedesktop/login1 \
+         org.freedesktop.login1.Manager PowerOff b true",
+        "mkfs.ext4 -F /dev/sdb",
     ] {
         let out = run_binary(&[&"check", &"--settings", &path, &command]);
         let printed = String::from_utf8_lossy(&out.stdout);
@@ -337,6 +344,8 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
         "echo x > /dev/null",
         "kill -9 1234",
         "systemctl --user restart app",
+        "kill -INT 12",
+        "busctl list",
     ] {
         let out = run_binary(&[&"check", &"--settings", &path, &command]);
         succeeded(&out);
@@ -350,6 +359,13 @@ fn init_settings_writes_a_default_list_and_never_overwrites() {
             "dd if=/dev/zero of=./disk.img bs=1k count=1 2>/dev/null; rm -f disk.img",
         ),
         ("a5", "bash -c 'exit 0'"),
+        ("a6", "echo --no-preserve-root >/dev/null"),
+        // A filesystem in an image file is made; one on a device is refused above.
+        (
+            "a7",
+            "PATH=$PATH:/usr/sbin:/sbin; dd if=/dev/zero of=./fs.img bs=64k count=64 \
+             2>/dev/null && mkfs.ext4 -q -F ./fs.img && rm -f fs.img",
+        ),
     ] {
         assert_eq!(mount.run(name, command), "completed\n", "{command}");
     }

@@ -138,14 +138,15 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(doas:*)",
     "Bash(pkexec:*)",
     "Bash(run0:*)",
+    "Bash(sudoedit:*)",
     // Deleting everything: `/`, everything in it, the home directory. `[*]` is a literal
     // star: `rm -rf /*` as typed, not any path.
     "Bash(rm -r /)",
     "Bash(rm -r /[*])",
     "Bash(rm -r ~)",
     "Bash(rm -r ~/[*])",
-    "Bash(*--no-preserve-root*)",
-    // The same option abbreviated (`rm --no-pres`), as the option-aware reading sees it.
+    // `--no-preserve-root` as an option of the programs that have it (also abbreviated,
+    // `rm --no-pres`, as the option-aware reading sees it); a mention elsewhere runs.
     "Bash(rm --no-preserve-root:*)",
     "Bash(chmod --no-preserve-root:*)",
     "Bash(chown --no-preserve-root:*)",
@@ -164,6 +165,8 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(systemctl -* halt:*)",
     "Bash(systemctl kexec:*)",
     "Bash(systemctl -* kexec:*)",
+    "Bash(systemctl soft-reboot:*)",
+    "Bash(systemctl -* soft-reboot:*)",
     // Starting the targets those verbs start (`systemctl start reboot.target`), also
     // under their runlevel names.
     "Bash(systemctl start poweroff.target:*)",
@@ -190,6 +193,20 @@ const DEFAULT_DENY: &[&str] = &[
     "Bash(systemctl -* isolate runlevel0.target:*)",
     "Bash(systemctl -* isolate runlevel6.target:*)",
     "Bash(systemctl -* isolate kexec.target:*)",
+    "Bash(systemctl start soft-reboot.target:*)",
+    "Bash(systemctl start ctrl-alt-del.target:*)",
+    "Bash(systemctl isolate soft-reboot.target:*)",
+    "Bash(systemctl isolate ctrl-alt-del.target:*)",
+    "Bash(systemctl -* start soft-reboot.target:*)",
+    "Bash(systemctl -* start ctrl-alt-del.target:*)",
+    "Bash(systemctl -* isolate soft-reboot.target:*)",
+    "Bash(systemctl -* isolate ctrl-alt-del.target:*)",
+    // The same asked of logind or systemd over D-Bus (`busctl call ... PowerOff b true`).
+    "Bash(busctl *call * PowerOff*)",
+    "Bash(busctl *call * Reboot*)",
+    "Bash(busctl *call * Halt*)",
+    "Bash(busctl *call * KExec*)",
+    "Bash(busctl *call * SoftReboot*)",
     "Bash(loginctl poweroff:*)",
     "Bash(loginctl reboot:*)",
     "Bash(loginctl -* poweroff:*)",
@@ -206,11 +223,21 @@ const DEFAULT_DENY: &[&str] = &[
     // A signal to every process (`kill -9 -1`, `kill -s KILL -1`, `kill -- -1`).
     "Bash(kill * -1)",
     "Bash(kill * -1 *)",
-    // Overwriting disks: making a filesystem, `dd` or a redirection writing to a disk
-    // device (`/dev/null`, `/dev/zero`, `/dev/stdout` and the like stay allowed).
-    "Bash(mkfs:*)",
-    "Bash(mkfs.*)",
-    "Bash(mke2fs:*)",
+    // A signal to init, which reboots on `SIGINT` (`kill -INT 1`).
+    "Bash(kill 1)",
+    "Bash(kill 1 *)",
+    "Bash(kill -* 1)",
+    // The sysrq trigger: `echo b > /proc/sysrq-trigger` reboots at once.
+    "Bash(> /proc/sysrq-trigger)",
+    // Overwriting disks: making a filesystem on a device (or on a file named at run time;
+    // one on an image file runs), `dd` or a redirection writing to a disk device
+    // (`/dev/null`, `/dev/zero`, `/dev/stdout` and the like stay allowed).
+    "Bash(mkfs */dev/*)",
+    "Bash(mkfs.* */dev/*)",
+    "Bash(mke2fs */dev/*)",
+    "Bash(mkfs *$*)",
+    "Bash(mkfs.* *$*)",
+    "Bash(mke2fs *$*)",
     "Bash(mkswap */dev/*)",
     "Bash(wipefs */dev/*)",
     "Bash(dd *of=/dev/sd*)",

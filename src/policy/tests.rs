@@ -1351,6 +1351,68 @@ fn pathological_inputs_are_safe() {
     }
 }
 
+/// The default list's additions refuse, and the ordinary command next to each runs.
+#[test]
+fn default_list_additions_refuse_and_their_neighbours_run() {
+    let f = default_fixture();
+    let refused_here = [
+        "sudoedit /etc/hosts",
+        "env sudoedit /etc/hosts",
+        "systemctl soft-reboot",
+        "systemctl --no-block soft-reboot",
+        "systemctl start ctrl-alt-del.target",
+        "systemctl -q isolate soft-reboot.target",
+        "echo b > /proc/sysrq-trigger",
+        "echo b >> //proc/./sysrq-trigger",
+        "kill -INT 1",
+        "kill -s INT 1",
+        "kill -- 1",
+        "kill 1",
+        "/usr/bin/kill -9 1",
+        "busctl call org.freedesktop.login1 /org/freedesktop/login1 \
+         org.freedesktop.login1.Manager PowerOff b true",
+        "busctl --system call org.freedesktop.systemd1 /org/freedesktop/systemd1 \
+         org.freedesktop.systemd1.Manager Reboot",
+        "rm -rf --no-preserve-root /tmp/x",
+        "rm --no-pres -r /",
+        "mkfs.ext4 /dev/sdb",
+        "mkfs -t ext4 /dev/sdb1",
+        "mke2fs -F /dev/vda2",
+        "mkfs.ext4 -F \"$DEV\"",
+    ];
+    let runs_here = [
+        "sudoku --help",
+        "echo sudoedit",
+        "systemctl status nginx",
+        "systemctl start nginx",
+        "systemctl --user restart app",
+        "echo b > /tmp/sysrq",
+        "cat /proc/sysrq-trigger",
+        "kill -INT 12",
+        "kill -s 1 123",
+        "kill 10",
+        "busctl list",
+        "busctl call org.freedesktop.login1 /org/freedesktop/login1 \
+         org.freedesktop.login1.Manager ListSessions",
+        "git commit -m 'docs: explain why we never pass --no-preserve-root'",
+        "echo --no-preserve-root",
+        "dd if=/dev/zero of=disk.img bs=1M count=64 && mkfs.ext4 -F disk.img",
+        "mkfs.vfat -C fat.img 1440",
+    ];
+    let mut wrong = Vec::new();
+    for text in refused_here {
+        if !refused(&f.policy, text) {
+            wrong.push(format!("ran: {text}"));
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 thread_local! {
     /// Makes the next decision on this thread panic, to test the boundary around it.
     static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
