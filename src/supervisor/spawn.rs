@@ -238,6 +238,11 @@ pub struct Prepared {
     pub adopt: bool,
     /// The signals whose disposition the child resets before its exec.
     pub resets: Resets,
+    /// The signal the child gets when its parent dies (Linux; 0: none). SIGKILL for a
+    /// command the driver forks itself; none for the spawner, which outlives the
+    /// driver to stop the commands (see `watcher`), nor for the shells it forks, which
+    /// it stops then with all they started.
+    pub death_signal: libc::c_int,
 }
 
 /// Which signal dispositions a child resets before its exec.
@@ -349,6 +354,7 @@ impl Prepared {
             status,
             adopt: false,
             resets: Resets::Every,
+            death_signal: libc::SIGKILL,
         }
     }
 
@@ -490,8 +496,8 @@ impl Prepared {
         libc::sigemptyset(&mut empty);
         libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         #[cfg(target_os = "linux")]
-        {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if self.death_signal != 0 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, self.death_signal);
             // The parent may have died between fork and prctl: then no signal will
             // ever come, so do not run unowned.
             if libc::getppid() != parent {
