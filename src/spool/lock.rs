@@ -3,8 +3,8 @@
 //! of the lock with the process, so a driver that crashed leaves none behind.
 
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 pub const LOCK_FILE: &str = "lock";
@@ -16,22 +16,48 @@ pub struct StateLock {
     _file: std::fs::File,
 }
 
-/// Takes the lock of the state directory `dir` (which must exist), without waiting. A
-/// directory another driver holds is refused with a sentence naming it and, when it
-/// can be read, that driver's pid; nothing in the directory is changed then.
-pub fn lock(dir: &Path) -> Result<StateLock, String> {
-    let path = dir.join(LOCK_FILE);
+/// Takes the lock of the state directory `dir`, opened as `handle`, without waiting.
+/// The lock file is opened from that descriptor without following a symbolic link,
+/// and must be a regular file of this user's. A directory another driver holds is
+/// refused with a sentence naming it and, when it can be read, that driver's pid;
+/// nothing in the directory is changed then.
+pub fn lock(dir: &Path, handle: &std::fs::File) -> Result<StateLock, String> {
     let shown = dir.display();
-    // Close-on-exec (as every file std opens): a command must not keep the lock alive
-    // after its driver is gone.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| format!("cannot write in the state directory {shown}: {e}"))?;
+    let path = dir.join(LOCK_FILE);
+    let name = std::ffi::CString::new(LOCK_FILE).expect("no NUL in the name");
+    // Close-on-exec: a command must not keep the lock alive after its driver is gone.
+    // SAFETY: openat on a directory descriptor we hold, with a NUL-terminated name.
+    let fd = unsafe {
+        libc::openat(
+            handle.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(if e.raw_os_error() == Some(libc::ELOOP) {
+            format!(
+                "the lock {} in the state directory is a symbolic link; remove it \
+                 (terminalfs makes its own)",
+                path.display()
+            )
+        } else if e.raw_os_error() == Some(libc::EISDIR) {
+            not_a_lock(&path)
+        } else {
+            format!("cannot write in the state directory {shown}: {e}")
+        });
+    }
+    // SAFETY: `fd` was just opened and is owned by nobody else.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read the lock {}: {e}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
+        return Err(not_a_lock(&path));
+    }
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
@@ -57,4 +83,12 @@ pub fn lock(dir: &Path) -> Result<StateLock, String> {
         .and_then(|()| file.write_all(pid.as_bytes()))
         .and_then(|()| file.set_len(pid.len() as u64));
     Ok(StateLock { _file: file })
+}
+
+/// The refusal of a `lock` that is not a regular file of this user's.
+fn not_a_lock(path: &Path) -> String {
+    format!(
+        "the lock {} is not a file of this user's; remove it (terminalfs makes its own)",
+        path.display()
+    )
 }
