@@ -34,6 +34,8 @@ mod dir;
 pub mod layout;
 mod lock;
 mod restore;
+#[cfg(test)]
+pub(crate) mod stall;
 mod store;
 mod worker;
 

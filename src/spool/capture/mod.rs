@@ -503,6 +503,8 @@ impl Capture {
             self.header.records += 1;
             self.last_stream = Some(stream);
         }
+        #[cfg(test)]
+        super::stall::wait_if_held(self.store.dir());
         for (from, position, piece) in self.data.pieces(counts.end, len) {
             let part = &bytes[from as usize..(from + piece) as usize];
             files
