@@ -18,7 +18,7 @@ pub fn default_dir(mount: &Path) -> PathBuf {
 /// or written. The directory is opened without following a link, checked through that
 /// descriptor, and the lock and the probe are opened from it. The error is a sentence
 /// naming it.
-pub fn prepare_dir(dir: &Path) -> Result<StateLock, String> {
+pub fn prepare_dir(dir: &Path) -> Result<StateLock, SpoolError> {
     let shown = dir.display();
     if let Some(parent) = dir.parent() {
         if !parent.exists() {
@@ -26,33 +26,40 @@ pub fn prepare_dir(dir: &Path) -> Result<StateLock, String> {
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|e| format!("cannot create the state directory {shown}: {e}"))?;
+                .map_err(|e| {
+                    SpoolError::io(format!("cannot create the state directory {shown}"), e)
+                })?;
         }
     }
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot create the state directory {shown}: {e}")),
+        Err(e) => {
+            return Err(SpoolError::io(
+                format!("cannot create the state directory {shown}"),
+                e,
+            ))
+        }
     }
     let handle = open_dir(dir)?;
     let meta = handle
         .metadata()
-        .map_err(|e| format!("cannot read the state directory {shown}: {e}"))?;
+        .map_err(|e| SpoolError::io(format!("cannot read the state directory {shown}"), e))?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
-        return Err(format!(
+        return Err(SpoolError::Refused(format!(
             "the state directory {shown} belongs to user {} (this driver runs as {me}); \
              give it its own directory",
             meta.uid()
-        ));
+        )));
     }
     let mode = meta.permissions().mode() & 0o7777;
     if let Some(reach) = others_may(mode) {
-        return Err(format!(
+        return Err(SpoolError::Refused(format!(
             "the state directory {shown} can be {reach} by others (mode {mode:o}); \
              run `chmod 700 {shown}` or choose another --state-dir"
-        ));
+        )));
     }
     let lock = lock::lock(dir, &handle)?;
     let probe = format!(".probe-{}", std::process::id());
@@ -73,7 +80,10 @@ pub fn prepare_dir(dir: &Path) -> Result<StateLock, String> {
     };
     if !made {
         let e = std::io::Error::last_os_error();
-        return Err(format!("cannot write in the state directory {shown}: {e}"));
+        return Err(SpoolError::io(
+            format!("cannot write in the state directory {shown}"),
+            e,
+        ));
     }
     // SAFETY: unlinkat of the name just made, in the directory we hold.
     unsafe {
@@ -83,7 +93,7 @@ pub fn prepare_dir(dir: &Path) -> Result<StateLock, String> {
 }
 
 /// Opens the state directory itself, never what a symbolic link in its place names.
-fn open_dir(dir: &Path) -> Result<std::fs::File, String> {
+fn open_dir(dir: &Path) -> Result<std::fs::File, SpoolError> {
     let shown = dir.display();
     let opened = std::fs::OpenOptions::new()
         .read(true)
@@ -92,15 +102,18 @@ fn open_dir(dir: &Path) -> Result<std::fs::File, String> {
     match opened {
         Ok(handle) => Ok(handle),
         Err(_) if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) => {
-            Err(format!(
+            Err(SpoolError::Refused(format!(
                 "the state directory {shown} is a symbolic link; give the directory it \
                  names as --state-dir, or another one"
-            ))
+            )))
         }
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            Err(format!("the state directory {shown} is not a directory"))
-        }
-        Err(e) => Err(format!("cannot open the state directory {shown}: {e}")),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Err(SpoolError::Refused(format!(
+            "the state directory {shown} is not a directory"
+        ))),
+        Err(e) => Err(SpoolError::io(
+            format!("cannot open the state directory {shown}"),
+            e,
+        )),
     }
 }
 

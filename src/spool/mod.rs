@@ -31,6 +31,7 @@
 mod budget;
 mod capture;
 mod dir;
+mod error;
 pub mod layout;
 mod lock;
 mod restore;
@@ -41,6 +42,7 @@ mod worker;
 
 pub use capture::{Capture, Extent, Held, Stream};
 pub use dir::{default_dir, prepare_dir};
+pub use error::SpoolError;
 pub use lock::{StateLock, LOCK_FILE};
 pub use restore::Restored;
 use restore::*;
