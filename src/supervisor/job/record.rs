@@ -110,8 +110,9 @@ impl Job {
         });
         // A record made at a restart for a command whose own record was lost tells
         // its reason, not that a driver stopped while it ran.
-        let interrupted =
-            (exit.is_none() && !flag(crate::spool::RECORD_LOST_KEY)) || flag("interrupted");
+        // The driver died while it ran: it never saw the command end.
+        let unseen_end = exit.is_none() && !flag(crate::spool::RECORD_LOST_KEY);
+        let interrupted = unseen_end || flag("interrupted");
         let reason = meta["reason"].as_str().map(str::to_string);
         // A signal it died of was saved as a kill with its sentence: it reads the same.
         let end = if interrupted {
@@ -133,8 +134,10 @@ impl Job {
             Some(_) => started_at,
         });
         capture.seal();
-        if interrupted {
-            // Whatever was still in its pipes when the driver died is lost.
+        if unseen_end {
+            // Whatever was still in its pipes when the driver died is lost. (A driver
+            // that stopped in order read them to their end, or left the output unsealed,
+            // which the spool reads as cut short.)
             capture.cut_short();
         }
         let kept_screen = match &meta["terminal"] {
