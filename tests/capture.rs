@@ -469,8 +469,10 @@ fn commands_are_the_drivers_children_and_outlive_a_lost_spawner() {
         .map(|(pid, _)| pid)
         .find(|&p| {
             proc_stat(p).is_some_and(|stat| stat.ppid == mount.pid() as i32)
-                && std::fs::read(format!("/proc/{p}/cmdline"))
-                    .is_ok_and(|line| line.ends_with(b"--internal-spawner\0"))
+                && std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|line| {
+                    line.split(|b| *b == 0)
+                        .any(|arg| arg == b"--internal-spawner")
+                })
         })
         .expect("the driver's spawner");
     // SAFETY: killing the driver's spawner, which this test found above.

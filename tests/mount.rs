@@ -207,6 +207,23 @@ fn a_stale_mount_is_recovered_by_the_next_start_and_by_unmount() {
     for pid in group_members(shell) {
         reaper.watch(pid);
     }
+    // The spawner, which would stop what the commands started once the driver is
+    // gone, is killed first: what is left is for --unmount to stop.
+    let spawner = crate::common::all_processes()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .find(|&pid| {
+            crate::common::proc_stat(pid).is_some_and(|stat| stat.ppid == mount.pid() as i32)
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| {
+                    line.split(|b| *b == 0)
+                        .any(|arg| arg == b"--internal-spawner")
+                })
+        })
+        .expect("the driver's spawner");
+    // SAFETY: killing the spawner of the driver this test started.
+    unsafe {
+        libc::kill(spawner, libc::SIGKILL);
+    }
     let mut child = mount.take_child().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();

@@ -792,3 +792,127 @@ fn wait_answers_paused_when_its_wait_runs_out_on_a_paused_command() {
     mount.ok("echo stop > $M/cmd/nap/kill");
     assert_eq!(mount.wait("nap"), "error\n");
 }
+
+/// Makes the launched driver the child of a stand-in for a reaping init: the process
+/// the test starts forks, the child goes on to become the driver, and the parent,
+/// made a child subreaper, reaps everything that comes to it until nothing is left,
+/// then exits with the driver's status. Where the machine's init reaps orphans (as
+/// systemd and a shell's job control do), this is what happens to a crashed driver's
+/// processes anyway; a container's init may not.
+#[cfg(target_os = "linux")]
+fn under_a_subreaper(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the forked child before its exec and makes only
+    // async-signal-safe calls (fork, prctl, close_range, waitpid, _exit).
+    unsafe {
+        command.pre_exec(|| {
+            let driver = libc::fork();
+            if driver < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if driver == 0 {
+                return Ok(());
+            }
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+            // Only the driver's exec may end the launcher's report pipe.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            let mut code = 1;
+            loop {
+                let mut status = 0;
+                let pid = libc::waitpid(-1, &mut status, 0);
+                if pid == driver {
+                    code = if libc::WIFEXITED(status) {
+                        libc::WEXITSTATUS(status)
+                    } else {
+                        128 + libc::WTERMSIG(status)
+                    };
+                }
+                if pid < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    libc::_exit(code);
+                }
+            }
+        });
+    }
+}
+
+/// A driver killed with SIGKILL leaves nothing running: within seconds its command's
+/// shell, a background child, a child that left the session with `setsid` and the
+/// spawner are all gone (reaped, not zombies), and a restart brings the command back
+/// as an error the driver stopped.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_driver_killed_with_sigkill_leaves_nothing_running() {
+    use crate::common::{children_of, proc_stat, Options};
+    let reaper = Reaper::default();
+    let files = tempfile::tempdir().unwrap();
+    let mut mount = Mount::with_launcher(Options::default(), &under_a_subreaper);
+    let dir = files.path().display();
+    std::fs::write(
+        mount.p("ctl/loop"),
+        format!(
+            "sleep 1000 & echo $! > {dir}/bg.tmp; mv {dir}/bg.tmp {dir}/bg; \
+             setsid sh -c 'echo $$ > {dir}/sid.tmp; mv {dir}/sid.tmp {dir}/sid; exec sleep 1000' & \
+             while :; do echo o; sleep .2; done"
+        ),
+    )
+    .unwrap();
+    let pid_in = |file: &str| -> i32 {
+        let path = files.path().join(file);
+        assert!(wait_until(PATIENCE, || path.exists()), "{file} is written");
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (background, escaped) = (pid_in("bg"), pid_in("sid"));
+    assert!(wait_until(PATIENCE, || mount
+        .read("cmd/loop/stdout")
+        .starts_with("o\n")));
+    let result: serde_json::Value =
+        serde_json::from_str(&mount.read("cmd/loop/result.json")).unwrap();
+    let shell = result["pid"].as_i64().unwrap() as i32;
+    let stand_in = mount.pid() as i32;
+    let driver = children_of(stand_in)
+        .first()
+        .expect("the driver runs under the stand-in")
+        .0;
+    let is_spawner = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|line| line.windows(18).any(|w| w == b"--internal-spawner"))
+    };
+    let spawner = children_of(driver)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .find(|pid| is_spawner(*pid))
+        .expect("the driver has a spawner");
+    let everyone = [driver, spawner, shell, background, escaped];
+    for pid in everyone {
+        reaper.watch(pid);
+    }
+    assert_ne!(
+        proc_stat(escaped).unwrap().session,
+        shell,
+        "the setsid child left the command's session"
+    );
+    // SAFETY: killing the driver this test started.
+    unsafe {
+        libc::kill(driver, libc::SIGKILL);
+    }
+    let gone = wait_until(PATIENCE, || {
+        everyone.iter().all(|pid| proc_stat(*pid).is_none())
+    });
+    let left: Vec<_> = everyone
+        .iter()
+        .filter_map(|pid| proc_stat(*pid).map(|stat| (*pid, stat.state)))
+        .collect();
+    assert!(gone, "still there (pid, state): {left:?} of {everyone:?}");
+    // With nothing left to reap, the stand-in ends with the driver's status.
+    assert!(mount.wait_exit(PATIENCE).is_some());
+    mount.spawn(&[]);
+    assert_eq!(mount.read("cmd/loop/status"), "error\n");
+    assert_eq!(
+        mount.read("cmd/loop/reason"),
+        "the driver stopped while it ran\n"
+    );
+}

@@ -424,6 +424,89 @@ fn bad_state_directories_stop_the_driver_with_a_sentence() {
     }
 }
 
+/// Starts a driver on `state` and returns its error output; it must not start.
+fn refused_state_dir(dir: &Path, state: &Path) -> String {
+    let settings = dir.join("settings.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let out = run_binary(&[
+        &"--path",
+        &dir.join("mnt"),
+        &"--settings",
+        &settings,
+        &"--state-dir",
+        &state,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{}: {stderr}", state.display());
+    stderr
+}
+
+#[test]
+fn a_symlinked_state_directory_or_lock_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let stderr = refused_state_dir(dir.path(), &link);
+    assert!(
+        stderr.contains(&format!(
+            "the state directory {} is a symbolic link",
+            link.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&real).unwrap().count(),
+        0,
+        "nothing made in it"
+    );
+    // A lock that is a link to a file elsewhere: the file is not touched.
+    let precious = dir.path().join("precious");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&precious, real.join("lock")).unwrap();
+    let stderr = refused_state_dir(dir.path(), &real);
+    assert!(
+        stderr.contains(&format!(
+            "the lock {} in the state directory is a symbolic link",
+            real.join("lock").display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+    // A lock that is a directory is no lock either.
+    std::fs::remove_file(real.join("lock")).unwrap();
+    std::fs::create_dir(real.join("lock")).unwrap();
+    let stderr = refused_state_dir(dir.path(), &real);
+    assert!(stderr.contains("is not a file of this user's"), "{stderr}");
+}
+
+#[test]
+fn the_state_directory_refusal_names_what_others_may_do_and_the_whole_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, words) in [
+        (0o730, "can be written and entered by others (mode 730)"),
+        (0o720, "can be written by others (mode 720)"),
+        (0o702, "can be written by others (mode 702)"),
+        (0o711, "can be entered by others (mode 711)"),
+        (0o740, "can be read by others (mode 740)"),
+        (
+            0o1777,
+            "can be read, written and entered by others (mode 1777)",
+        ),
+    ] {
+        let state = dir.path().join(format!("state-{mode:o}"));
+        std::fs::create_dir(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(mode)).unwrap();
+        let stderr = refused_state_dir(dir.path(), &state);
+        assert!(
+            stderr.contains(&format!("the state directory {} {words}", state.display())),
+            "{mode:o}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn the_audit_log_stays_in_its_place_and_bounded() {
     let mount = Mount::with(deny_sudo());

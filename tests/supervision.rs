@@ -1164,16 +1164,25 @@ fn driver_sigterm_gives_what_a_stopped_command_left_running_a_sigterm_first() {
     );
 }
 
-#[test]
-fn after_a_driver_sigkill_nothing_runs_unowned() {
-    let reaper = Reaper::default();
-    let mut mount = Mount::start();
-    let first = mount.pid() as i32;
-    let contained = cgroups_required(first, &mount.path).is_some();
-    std::fs::write(mount.p("ctl/orphan"), ESCAPER).unwrap();
-    let shell = shell_pid(&mount, "orphan");
+/// The pids of the driver's spawner (its child run with the spawner's argument).
+fn spawner_of(driver: i32) -> i32 {
+    children_of(driver)
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|line| line.windows(18).any(|w| w == b"--internal-spawner"))
+        })
+        .expect("the driver has a spawner")
+}
+
+/// Starts the escaping command `name` and returns its shell, the process it started
+/// with setsid, and the members of its process group, all watched by `reaper`.
+fn start_escaper(mount: &Mount, reaper: &Reaper, name: &str) -> (i32, i32, Vec<i32>) {
+    std::fs::write(mount.p(&format!("ctl/{name}")), ESCAPER).unwrap();
+    let shell = shell_pid(mount, name);
     reaper.watch(shell);
-    let escaped = escaped_pid(&mount, "orphan", shell);
+    let escaped = escaped_pid(mount, name, shell);
     reaper.watch(escaped);
     // The shell's own `sleep 300` too, which outlives a shell killed on its own.
     let mut group = Vec::new();
@@ -1185,33 +1194,51 @@ fn after_a_driver_sigkill_nothing_runs_unowned() {
         reaper.watch(pid);
     }
     assert!(forked, "{group:?}");
+    (shell, escaped, group)
+}
 
+#[test]
+fn after_a_driver_sigkill_nothing_runs_unowned() {
+    let reaper = Reaper::default();
+    let mut mount = Mount::start();
+    let first = mount.pid() as i32;
+    let contained = cgroups_required(first, &mount.path).is_some();
+    let (shell, escaped, group) = start_escaper(&mount, &reaper, "orphan");
     let mut child = mount.take_child().expect("the driver runs");
     child.kill().unwrap();
     child.wait().unwrap();
-    // The shell dies with its driver (PR_SET_PDEATHSIG) ...
-    assert!(
-        gone_within(shell, Duration::from_secs(5)),
-        "{:?}",
-        proc_stat(shell)
-    );
-    // ... but what it started with setsid outlives it: nothing signals a process
-    // outside the shell's session once the driver is gone.
-    assert!(
-        process_alive(escaped),
-        "{escaped} did not outlive the driver: {:?}",
-        proc_stat(escaped)
-    );
+    // The spawner outlives the driver and stops everything the command started: its
+    // group, and what left the session with setsid.
+    for pid in group.iter().copied().chain([shell, escaped]) {
+        assert!(
+            gone_within(pid, Duration::from_secs(10)),
+            "{pid} outlived the driver: {:?}",
+            proc_stat(pid)
+        );
+    }
+    mount.spawn(&[]);
+    assert_ne!(mount.pid() as i32, first);
+    assert_eq!(mount.read("cmd/orphan/status"), "error\n");
     if !contained {
-        // Without cgroups nothing can find it again: at least stop it here.
-        drop(reaper);
+        assert_eq!(mount.run("again", "echo again"), "completed\n");
         return;
     }
 
-    // The next driver on the same path reaps what the last one left in its cgroups.
+    // Where the spawner dies too, the next driver on the same path reaps what the last
+    // one left in its cgroups.
+    let second = mount.pid() as i32;
+    let (shell, escaped, _) = start_escaper(&mount, &reaper, "orphan2");
+    let spawner = spawner_of(second);
+    // SAFETY: killing the spawner of the driver this test started.
+    unsafe {
+        libc::kill(spawner, libc::SIGKILL);
+    }
+    let mut child = mount.take_child().expect("the driver runs");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(process_alive(escaped), "{:?}", proc_stat(escaped));
     mount.log.lock().unwrap().clear();
     mount.spawn(&[]);
-    assert_ne!(mount.pid() as i32, first);
     assert!(
         gone_within(escaped, Duration::from_secs(10)),
         "{:?}",

@@ -23,7 +23,7 @@ impl Spool {
     /// again) is refused at once, without the registry's lock or a look at every
     /// store, while it asks for no less than it was refused and no room has been
     /// freed since ([`Shared::freed`]): the answer could only be the same.
-    pub(super) fn reserve(&self, store: &Store, more: u64, least: u64) -> Result<u64, String> {
+    pub(super) fn reserve(&self, store: &Store, more: u64, least: u64) -> Result<u64, SpoolError> {
         if more == 0 {
             return Ok(0);
         }
@@ -31,7 +31,7 @@ impl Spool {
         let refused = *store.refused.lock();
         if let Some((asked, freed)) = refused {
             if least >= asked && self.shared.freed.load(Ordering::SeqCst) == freed {
-                return Err(self.full_reason());
+                return Err(SpoolError::Full(self.full_reason()));
             }
         }
         let mut victims = Vec::new();
@@ -44,7 +44,7 @@ impl Spool {
             {
                 registry.tries += 1;
             }
-            let take = |registry: &mut Registry, bytes: u64| -> Result<u64, String> {
+            let take = |registry: &mut Registry, bytes: u64| -> Result<u64, SpoolError> {
                 registry.used += bytes;
                 store.bytes.fetch_add(bytes, Ordering::SeqCst);
                 if refused.is_some() {
@@ -79,7 +79,7 @@ impl Spool {
                     // now on lets the next try through.
                     let freed = self.shared.freed.load(Ordering::SeqCst);
                     *store.refused.lock() = Some((least, freed));
-                    break Err(self.full_reason());
+                    break Err(SpoolError::Full(self.full_reason()));
                 };
                 victim.evicted.store(true, Ordering::SeqCst);
                 let bytes = victim.bytes.load(Ordering::SeqCst);

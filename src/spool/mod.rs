@@ -31,14 +31,18 @@
 mod budget;
 mod capture;
 mod dir;
+mod error;
 pub mod layout;
 mod lock;
 mod restore;
+#[cfg(test)]
+pub(crate) mod stall;
 mod store;
 mod worker;
 
 pub use capture::{Capture, Extent, Held, Stream};
 pub use dir::{default_dir, prepare_dir};
+pub use error::SpoolError;
 pub use lock::{StateLock, LOCK_FILE};
 pub use restore::Restored;
 use restore::*;

@@ -54,16 +54,18 @@ impl Spool {
     /// whose reason is [`RECORD_LOST`], and that record is written (and said in the
     /// log). Even with neither text nor output it is shown, not deleted: that a command
     /// of that name ran is known, and the user removes it as any other.
-    pub(super) fn restore_lost(self: &Arc<Self>, dir: &Path) -> Result<Restored, String> {
+    pub(super) fn restore_lost(self: &Arc<Self>, dir: &Path) -> Result<Restored, SpoolError> {
         let name = dir
             .file_name()
             .and_then(|name| name.to_str())
             .and_then(|name| name.rsplit_once('.'))
             .map(|(name, _)| name)
             .filter(|name| !name.is_empty())
-            .ok_or(format!(
-                "no {META_FILE}, and its name is not one of a command's directory"
-            ))?;
+            .ok_or_else(|| {
+                SpoolError::Damaged(format!(
+                    "no {META_FILE}, and its name is not one of a command's directory"
+                ))
+            })?;
         let command = std::fs::read(dir.join(COMMAND_FILE)).ok();
         let header = read_header(dir);
         let meta = serde_json::json!({
@@ -100,19 +102,25 @@ impl Spool {
         })
     }
 
-    pub(super) fn restore_one(self: &Arc<Self>, dir: &Path) -> Result<Restored, String> {
+    pub(super) fn restore_one(self: &Arc<Self>, dir: &Path) -> Result<Restored, SpoolError> {
         let meta_path = dir.join(META_FILE);
-        let text =
-            std::fs::read(&meta_path).map_err(|e| format!("no readable {META_FILE} ({e})"))?;
-        let mut meta: Value =
-            serde_json::from_slice(&text).map_err(|e| format!("{META_FILE} is not JSON ({e})"))?;
+        let text = std::fs::read(&meta_path)
+            .map_err(|e| SpoolError::io(format!("no readable {META_FILE}"), e))?;
+        let mut meta: Value = serde_json::from_slice(&text)
+            .map_err(|e| SpoolError::Damaged(format!("{META_FILE} is not JSON ({e})")))?;
         if meta.get("version").and_then(Value::as_u64) != Some(META_VERSION) {
-            return Err(format!("{META_FILE} has an unknown version"));
+            return Err(SpoolError::Damaged(format!(
+                "{META_FILE} has an unknown version"
+            )));
         }
         let marks = match meta.as_object_mut().and_then(|map| map.remove(MARKS_KEY)) {
             None => serde_json::Map::new(),
             Some(Value::Object(marks)) => marks,
-            Some(_) => return Err(format!("the marks in {META_FILE} are not an object")),
+            Some(_) => {
+                return Err(SpoolError::Damaged(format!(
+                    "the marks in {META_FILE} are not an object"
+                )))
+            }
         };
         // The text is in the record or in a file of its own; a record restored
         // without its text (see `restore_lost`) has none.
@@ -120,7 +128,11 @@ impl Spool {
             match meta.as_object_mut().and_then(|map| map.remove(COMMAND_KEY)) {
                 None => None,
                 Some(Value::String(text)) => Some(text.into()),
-                Some(_) => return Err(format!("the command in {META_FILE} is not a string")),
+                Some(_) => {
+                    return Err(SpoolError::Damaged(format!(
+                        "the command in {META_FILE} is not a string"
+                    )))
+                }
             };
         let command = match (&text, std::fs::read(dir.join(COMMAND_FILE))) {
             (Some(text), _) => text.as_bytes().to_vec(),
@@ -129,7 +141,9 @@ impl Spool {
             {
                 Vec::new()
             }
-            (None, read) => read.map_err(|e| format!("no readable {COMMAND_FILE} ({e})"))?,
+            (None, read) => {
+                read.map_err(|e| SpoolError::io(format!("no readable {COMMAND_FILE}"), e))?
+            }
         };
         let last_read = modified(&meta_path)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -205,17 +219,19 @@ pub(super) fn read_evicted(dir: &Path, log: fn(&str)) -> u64 {
 /// sizes (unsealed, as a capture reads it back); None when it has no output, or none
 /// that can be known: an index without its header (its first write found the disk
 /// full, or the driver stopped before it) counts nothing.
-pub(super) fn read_header(dir: &Path) -> Result<Option<Header>, String> {
+pub(super) fn read_header(dir: &Path) -> Result<Option<Header>, SpoolError> {
     let index_path = dir.join(capture::INDEX_FILE);
     let file = match std::fs::File::open(&index_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        opened => opened.map_err(|e| format!("cannot open {} ({e})", index_path.display()))?,
+        opened => opened
+            .map_err(|e| SpoolError::io(format!("cannot open {}", index_path.display()), e))?,
     };
     let mut bytes = vec![0u8; capture::HEADER as usize];
     if std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0).is_err() {
         return Ok(None);
     }
-    let mut header = Header::decode(&bytes).ok_or("its index header is damaged")?;
+    let mut header = Header::decode(&bytes)
+        .ok_or_else(|| SpoolError::Damaged("its index header is damaged".into()))?;
     let (out_len, err_len, index_len) = header.file_lens();
     for (name, want) in [
         (capture::STDOUT_FILE, out_len),
@@ -224,7 +240,9 @@ pub(super) fn read_header(dir: &Path) -> Result<Option<Header>, String> {
     ] {
         let have = std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
         if have < want {
-            return Err(format!("{name} is truncated ({have} of {want} bytes)"));
+            return Err(SpoolError::Damaged(format!(
+                "{name} is truncated ({have} of {want} bytes)"
+            )));
         }
     }
     // Output that had not ended when its driver stopped may lack its last bytes.

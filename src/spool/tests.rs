@@ -734,6 +734,8 @@ fn bad_state_directories_are_refused_with_their_name() {
     std::fs::create_dir(&loose).unwrap();
     std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o755)).unwrap();
     let why = prepare_dir(&loose).unwrap_err();
+    assert!(matches!(why, SpoolError::Refused(_)), "{why:?}");
+    let why = why.to_string();
     assert!(
         why.contains(&loose.display().to_string()) && why.contains("755"),
         "{why}"
@@ -743,6 +745,8 @@ fn bad_state_directories_are_refused_with_their_name() {
     std::fs::write(&file, "").unwrap();
     let inside = file.join("state");
     let why = prepare_dir(&inside).unwrap_err();
+    assert_eq!(why.errno(), Some(libc::ENOTDIR), "{why:?}");
+    let why = why.to_string();
     assert!(why.contains(&inside.display().to_string()), "{why}");
 
     let fresh = dir.path().join("a/b/state");
@@ -756,7 +760,7 @@ fn a_state_directory_is_locked_while_its_lock_is_held() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let lock = prepare_dir(&state).unwrap();
-    let why = prepare_dir(&state).unwrap_err();
+    let why = prepare_dir(&state).unwrap_err().to_string();
     assert!(
         why.contains(&format!(
             "the state directory {} is in use by another terminalfs driver (pid {})",

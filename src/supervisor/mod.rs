@@ -24,6 +24,7 @@ mod spawn;
 pub mod spawner;
 pub mod terminal;
 mod timer;
+mod watcher;
 mod writable;
 
 pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
@@ -245,7 +246,7 @@ impl Supervisor {
         }
         let live: Arc<parking_lot::Mutex<HashMap<u64, Arc<Job>>>> = Default::default();
         let (spawner, events, spawning) = match &config.spawner {
-            Some(program) => match spawner::Spawner::start(program) {
+            Some(program) => match spawner::Spawner::start(program, config.cgroup_tag.as_deref()) {
                 Ok((spawner, events)) => (Some(spawner), Some(events), "a spawner process"),
                 Err(error) => {
                     eprintln!("terminalfs: forking commands from the driver: cannot start the spawner: {error}");

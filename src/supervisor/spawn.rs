@@ -238,6 +238,11 @@ pub struct Prepared {
     pub adopt: bool,
     /// The signals whose disposition the child resets before its exec.
     pub resets: Resets,
+    /// The signal the child gets when its parent dies (Linux; 0: none). SIGKILL for a
+    /// command the driver forks itself; none for the spawner, which outlives the
+    /// driver to stop the commands (see `watcher`), nor for the shells it forks, which
+    /// it stops then with all they started.
+    pub death_signal: libc::c_int,
 }
 
 /// Which signal dispositions a child resets before its exec.
@@ -349,6 +354,7 @@ impl Prepared {
             status,
             adopt: false,
             resets: Resets::Every,
+            death_signal: libc::SIGKILL,
         }
     }
 
@@ -490,8 +496,8 @@ impl Prepared {
         libc::sigemptyset(&mut empty);
         libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
         #[cfg(target_os = "linux")]
-        {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if self.death_signal != 0 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, self.death_signal);
             // The parent may have died between fork and prctl: then no signal will
             // ever come, so do not run unowned.
             if libc::getppid() != parent {
@@ -642,8 +648,21 @@ impl Prepared {
     /// Only the spawner forks this way. The child makes no request to the driver's
     /// mount: its stderr file comes opened.
     ///
+    /// What the child may do follows from sharing the memory: it runs
+    /// [`Prepared::child`] on the mapped stack, reads `self`, the argument and
+    /// environment arrays and `default_action` where this thread left them (this
+    /// thread is suspended, so they stay put), and makes only system calls: no
+    /// allocation, no lock, no Rust code that might panic, since the allocator's and
+    /// any lock's state are this process's. Every signal is blocked around the clone,
+    /// so no handler of this process runs in the child on shared memory before the
+    /// child has reset every disposition; the child then empties its mask. A write the
+    /// child made to memory would be seen here; it makes none but to its own stack.
+    ///
     /// # Safety
-    /// As `fork`.
+    /// As `fork`: the caller holds no lock the child could need, and `self`, `argv`
+    /// and `envp` (NULL-terminated arrays of pointers into `self`) stay valid until
+    /// this returns. Only one child at a time uses the spare stack, which
+    /// [`take_child_stack`] hands out by a swap.
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     unsafe fn fork_sharing_memory(
         &self,
@@ -687,11 +706,22 @@ impl Prepared {
     }
 
     /// Reports the current errno at `stage` through the status pipe and exits.
+    ///
+    /// # Safety
+    /// Only in the child of a fork (or of [`Prepared::fork_sharing_memory`]) before
+    /// its exec: it ends the process with `_exit`, skipping every destructor and
+    /// `atexit` handler, which belong to the parent.
     unsafe fn fail(&self, stage: Stage) -> ! {
         let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         self.fail_with(stage, errno)
     }
 
+    /// Reports `errno` at `stage` through the status pipe and exits.
+    ///
+    /// # Safety
+    /// As [`Prepared::fail`]: only in a child before its exec. It writes to
+    /// `self.status` and calls `_exit`, both async-signal-safe, and touches no lock or
+    /// allocator, which a child that shares its parent's memory must not.
     unsafe fn fail_with(&self, stage: Stage, errno: i32) -> ! {
         let mut message = [0u8; 5];
         message[0] = stage as u8;

@@ -363,15 +363,20 @@ pub struct Spawner {
 impl Spawner {
     /// Starts `program` as the spawner; returns the handle and the events socket for
     /// the pump.
-    pub fn start(program: &std::path::Path) -> std::io::Result<(Spawner, OwnedFd)> {
+    pub fn start(
+        program: &std::path::Path,
+        cgroup_tag: Option<&str>,
+    ) -> std::io::Result<(Spawner, OwnedFd)> {
         let (control, theirs) = socket_pair()?;
         let (events, their_events) = socket_pair()?;
         let (status_read, status_write) = super::pump::make_status_pipe()?;
         let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
         let stderr = std::io::stderr().as_raw_fd();
+        let mut args = vec![std::ffi::OsStr::new(SPAWNER_ARG)];
+        args.extend(cgroup_tag.map(std::ffi::OsStr::new));
         let mut prepared = Prepared::new(
             program,
-            &[std::ffi::OsStr::new(SPAWNER_ARG)],
+            &args,
             std::path::Path::new("/"),
             super::spawn::Environment::of_this_process().with(&[])?,
             null.as_raw_fd(),
@@ -379,6 +384,8 @@ impl Spawner {
             status_write.as_raw_fd(),
         )?;
         prepared.script = Some(theirs.as_raw_fd());
+        // It outlives the driver to stop what the commands started (see `watcher`).
+        prepared.death_signal = 0;
         let (pid, _) = prepared.fork()?;
         drop((theirs, status_write));
         // Its exec is done (or failed) once the status pipe ends.
@@ -499,9 +506,22 @@ extern "C" fn on_child(_signal: libc::c_int) {
     }
 }
 
-/// The spawner's main loop, when the binary was started with [`SPAWNER_ARG`]: serves
-/// requests on descriptor 3 until the driver closes it, then exits.
+/// The spawner's main loop, when the binary was started with [`SPAWNER_ARG`] (and the
+/// driver's cgroup tag, when it uses cgroups): serves requests on descriptor 3 until
+/// the driver closes it or dies, then stops everything the commands started (see
+/// `watcher`) and exits.
 pub fn serve() -> i32 {
+    // SAFETY: getppid cannot fail; the driver is this process's parent.
+    let driver = unsafe { libc::getppid() };
+    let tag = std::env::args().nth(2);
+    let mut watched = super::watcher::Watched::default();
+    let code = serve_until_gone(&mut watched);
+    watched.stop_all(driver, tag.as_deref());
+    code
+}
+
+/// Serves requests until the driver is gone, noting every shell forked in `watched`.
+fn serve_until_gone(watched: &mut super::watcher::Watched) -> i32 {
     // SAFETY: descriptor 3 was set up by the driver for this process alone.
     let control = unsafe { OwnedFd::from_raw_fd(3) };
     // SAFETY: marking our own descriptor close-on-exec, so no command inherits it.
@@ -568,6 +588,7 @@ pub fn serve() -> i32 {
                 Some((mut prepared, _keep)) => {
                     prepared.adopt = true;
                     prepared.resets = Resets::Only(&OWN_SIGNALS);
+                    prepared.death_signal = 0;
                     if prepared.stdin.is_none() {
                         prepared.stdin = dev_null.as_ref().map(|file| file.as_raw_fd());
                     }
@@ -578,6 +599,9 @@ pub fn serve() -> i32 {
                 }
                 None => (-libc::EINVAL, false),
             };
+            if pid > 0 {
+                watched.add(pid);
+            }
             let mut answer = [0u8; ANSWER_BYTES];
             answer[..4].copy_from_slice(&pid.to_ne_bytes());
             answer[4] = u8::from(adopted);

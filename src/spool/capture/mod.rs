@@ -462,7 +462,7 @@ impl Capture {
         let granted = self
             .spool
             .reserve(&self.store, whole, grows(least as u64))
-            .map_err(Refusal::Room)?;
+            .map_err(|full| Refusal::Room(full.to_string()))?;
         // Room short of the whole: the stream's file is below its bound for every
         // byte that fits (past it, bytes would cost nothing and the whole would have
         // fitted), so each stored byte takes one of the room.
@@ -503,6 +503,8 @@ impl Capture {
             self.header.records += 1;
             self.last_stream = Some(stream);
         }
+        #[cfg(test)]
+        super::stall::wait_if_held(self.store.dir());
         for (from, position, piece) in self.data.pieces(counts.end, len) {
             let part = &bytes[from as usize..(from + piece) as usize];
             files

@@ -1,8 +1,13 @@
 //! One command's life as the supervisor sees it: where it is in its [`Life`] (each
 //! stage carrying its own facts, from which `result.json`'s are read), and its captured
-//! output (on disk, see [`crate::spool`]). All of it sits behind
-//! one lock per job; the pump holds it only to append a chunk or record an exit, readers
-//! only to copy bytes out.
+//! output (on disk, see [`crate::spool`]).
+//!
+//! Three locks, taken in this order when more than one is held: the capture (held
+//! across the spool's writes and reads: the pump's appends, readers copying bytes out,
+//! the seal), the state (its life; never held across I/O, so the tree may wait for
+//! it), and what is shown (each file's extent and growth, published after the bytes
+//! are on disk). `stat`, `ls` and `/events` read the state and what is shown, never
+//! the capture, so a slow state directory holds up only those reading or writing it.
 //!
 //! The job's record (everything but its output) is saved next to its output when it
 //! starts, when its shell stops and when its output ends, so a restarted driver can
@@ -18,6 +23,7 @@ use crate::spool::{Capture, Extent, Held, Store};
 use crate::supervisor::cgroup::CommandCgroup;
 use crate::supervisor::input::Input;
 use crate::supervisor::terminal::{Screen, TerminalSize};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -56,7 +62,6 @@ pub struct JobSnapshot {
 
 struct State {
     life: Life,
-    capture: Capture,
     open_pipes: u8,
     kill_grace: Duration,
     /// STOPs and CONTs the driver has sent (see [`Job::pauses_sent`]).
@@ -65,11 +70,54 @@ struct State {
     turns: Turns,
 }
 
+/// What readers are shown of the output: each file's extent and when each stream
+/// grew, copied from the capture after every change is on disk.
+#[derive(Debug, Clone)]
+struct Shown {
+    /// stdout, stderr, output.
+    extents: [Extent; 3],
+    grew: [Option<SystemTime>; 2],
+    cut_short: bool,
+}
+
+impl Shown {
+    fn of(capture: &Capture) -> Shown {
+        Shown {
+            extents: [Stream::Stdout, Stream::Stderr, Stream::Output]
+                .map(|stream| capture.extent(stream)),
+            grew: [Stream::Stdout, Stream::Stderr].map(|stream| capture.grew_at(stream)),
+            cut_short: capture.is_cut_short(),
+        }
+    }
+
+    fn extent(&self, stream: Stream) -> &Extent {
+        &self.extents[match stream {
+            Stream::Stdout => 0,
+            Stream::Stderr => 1,
+            Stream::Output => 2,
+        }]
+    }
+
+    fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
+        match stream {
+            Stream::Stdout => self.grew[0],
+            Stream::Stderr => self.grew[1],
+            Stream::Output => self.grew[0].max(self.grew[1]),
+        }
+    }
+}
+
 pub struct Job {
     id: u64,
     name: String,
-    /// Watched: a panic that unwinds through it stops the driver (see `crate::panics`).
+    /// The spool's files; taken before `state` when both are held. Watched, as the
+    /// state is: a panic that unwinds through either stops the driver (see
+    /// `crate::panics`).
+    capture: Watched<Capture>,
     state: Watched<State>,
+    shown: Mutex<Shown>,
+    /// The capture's store, which never changes.
+    store: Arc<Store>,
     cgroup: Option<CommandCgroup>,
     containment: String,
     /// None only for a command an earlier version ran and recorded without it.
@@ -102,6 +150,9 @@ impl Job {
         Job {
             id,
             name: capture.name().to_string(),
+            store: capture.store().clone(),
+            shown: Mutex::new(Shown::of(&capture)),
+            capture: Watched::new(capture),
             cgroup,
             containment,
             launch: Some(Launch {
@@ -113,7 +164,6 @@ impl Job {
             kept_screen: None,
             state: Watched::new(State {
                 life: Life::Starting,
-                capture,
                 // The pipes exist from the start; the pump counts them closed.
                 open_pipes,
                 kill_grace: config.kill_grace,
@@ -165,37 +215,48 @@ impl Job {
 
     /// Saves the record; once the shell has stopped and no pipe is left open, the
     /// output is complete and its files are closed, and so is its input (the screen
-    /// stays).
-    fn save(&self, state: &mut State) {
-        self.seal_if_over(state);
-        state.capture.save(&self.record(state));
+    /// stays). Called with no lock of the job held.
+    fn save(&self) {
+        let mut capture = self.capture.lock();
+        self.seal_if_over(&mut capture);
+        let record = self.record(&self.state.lock(), &capture);
+        capture.save(&record);
     }
 
     /// Closes the output and the input once the shell has stopped and no pipe is left
-    /// open.
-    fn seal_if_over(&self, state: &mut State) {
-        if state.open_pipes == 0 && !state.life.is_running() {
-            state.capture.seal();
+    /// open (the capture's lock held, the state's not).
+    fn seal_if_over(&self, capture: &mut Capture) {
+        let over = {
+            let state = self.state.lock();
+            state.open_pipes == 0 && !state.life.is_running()
+        };
+        if over {
+            capture.seal();
+            self.publish(capture);
             if let Some(input) = &self.input {
                 input.release();
             }
         }
     }
 
+    /// Shows readers what `capture` holds now.
+    fn publish(&self, capture: &Capture) {
+        *self.shown.lock() = Shown::of(capture);
+    }
+
     /// Saves the record as it stands (see [`Job::mark_exited`]).
     pub(crate) fn save_record(&self) {
-        let state = self.state.lock();
-        state.capture.save(&self.record(&state));
+        self.save();
     }
 
     /// The job's files in the spool.
     pub fn store(&self) -> Arc<Store> {
-        self.state.lock().capture.store().clone()
+        self.store.clone()
     }
 
     /// Its output was evicted from the spool to make room.
     pub fn evicted(&self) -> bool {
-        self.state.lock().capture.store().evicted()
+        self.store.evicted()
     }
 
     pub fn id(&self) -> u64 {
@@ -220,10 +281,10 @@ impl Job {
     /// whose record has none (saved before they were kept, or before its output
     /// ended) shows what it wrote at the time it ended.
     pub fn grew_at(&self, stream: Stream) -> Option<SystemTime> {
+        let shown = self.shown.lock().clone();
         let state = self.state.lock();
-        let written = || state.capture.extent(stream).written > 0;
-        let grew = state
-            .capture
+        let written = || shown.extent(stream).written > 0;
+        let grew = shown
             .grew_at(stream)
             .or_else(|| state.life.finished_at().filter(|_| written()));
         grew.max(state.life.started_at())
@@ -240,8 +301,7 @@ impl Job {
     }
 
     pub(crate) fn mark_started(&self, pid: i32, at: SystemTime, instant: Instant) {
-        let mut state = self.state.lock();
-        state.life = Life::Running {
+        self.state.lock().life = Life::Running {
             shell: Shell {
                 pid,
                 started_at: at,
@@ -250,12 +310,16 @@ impl Job {
             },
             signalled: Signals::default(),
         };
-        self.save(&mut state);
+        self.save();
     }
 
     pub(crate) fn mark_failed_to_start(&self, message: &str) {
+        {
+            let mut capture = self.capture.lock();
+            capture.append(Stream::Stderr, message.as_bytes());
+            self.publish(&capture);
+        }
         let mut state = self.state.lock();
-        state.capture.append(Stream::Stderr, message.as_bytes());
         state.open_pipes = 0;
         let now = SystemTime::now();
         let why = message
@@ -270,14 +334,20 @@ impl Job {
             exit: Some(Exit::never_ran()),
             end: End::NotStarted(why),
         });
-        self.save(&mut state);
+        drop(state);
+        self.save();
     }
 
     /// Appends a chunk the pump read from one of the command's pipes (stdout or
     /// stderr, or its terminal, whose screen it also draws), in the order the chunks
     /// must appear in `output`.
     pub(crate) fn append(&self, stream: Stream, bytes: &[u8]) {
-        self.state.lock().capture.append(stream, bytes);
+        {
+            let mut capture = self.capture.lock();
+            capture.append(stream, bytes);
+            // Shown only now that the bytes and their counts are on disk.
+            self.publish(&capture);
+        }
         if let Some(input) = &self.input {
             input.displayed(bytes);
         }
@@ -289,10 +359,13 @@ impl Job {
     }
 
     pub(crate) fn pipe_closed(&self) {
-        let mut state = self.state.lock();
-        state.open_pipes = state.open_pipes.saturating_sub(1);
-        if state.open_pipes == 0 && !state.life.is_running() {
-            self.save(&mut state);
+        let over = {
+            let mut state = self.state.lock();
+            state.open_pipes = state.open_pipes.saturating_sub(1);
+            state.open_pipes == 0 && !state.life.is_running()
+        };
+        if over {
+            self.save();
         }
     }
 
@@ -336,7 +409,8 @@ impl Job {
             exit: Some(exit),
             end,
         });
-        self.seal_if_over(&mut state);
+        drop(state);
+        self.seal_if_over(&mut self.capture.lock());
         true
     }
 
@@ -539,8 +613,9 @@ impl Job {
     }
 
     pub fn snapshot(&self) -> JobSnapshot {
+        let shown = self.shown.lock().clone();
         let state = self.state.lock();
-        let bytes = |stream| StreamBytes::of(&state.capture.extent(stream));
+        let bytes = |stream| StreamBytes::of(shown.extent(stream));
         JobSnapshot {
             life: state.life.clone(),
             stdout: bytes(Stream::Stdout),
@@ -550,13 +625,13 @@ impl Job {
             launch: self.launch.clone(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
-            output_cut_short: state.capture.is_cut_short(),
+            output_cut_short: shown.cut_short,
         }
     }
 
     /// What a file of `stream` can show now.
     pub fn extent(&self, stream: Stream) -> Extent {
-        self.state.lock().capture.extent(stream)
+        self.shown.lock().extent(stream).clone()
     }
 
     /// Stored bytes of `stream` from absolute offset `from` (at most `max`; bytes no
@@ -568,10 +643,10 @@ impl Job {
 
     /// [`Job::read`], with what was held when the bytes were read.
     pub fn read_held(&self, stream: Stream, from: u64, max: usize) -> (Vec<u8>, bool, Held) {
-        let state = self.state.lock();
+        let capture = self.capture.lock();
         let mut out = Vec::new();
-        let held = state.capture.read(stream, from, max, &mut out);
-        (out, state.life.is_running(), held)
+        let held = capture.read(stream, from, max, &mut out);
+        (out, self.state.lock().life.is_running(), held)
     }
 }
 

@@ -110,8 +110,9 @@ impl Job {
         });
         // A record made at a restart for a command whose own record was lost tells
         // its reason, not that a driver stopped while it ran.
-        let interrupted =
-            (exit.is_none() && !flag(crate::spool::RECORD_LOST_KEY)) || flag("interrupted");
+        // The driver died while it ran: it never saw the command end.
+        let unseen_end = exit.is_none() && !flag(crate::spool::RECORD_LOST_KEY);
+        let interrupted = unseen_end || flag("interrupted");
         let reason = meta["reason"].as_str().map(str::to_string);
         // A signal it died of was saved as a kill with its sentence: it reads the same.
         let end = if interrupted {
@@ -133,8 +134,10 @@ impl Job {
             Some(_) => started_at,
         });
         capture.seal();
-        if interrupted {
-            // Whatever was still in its pipes when the driver died is lost.
+        if unseen_end {
+            // Whatever was still in its pipes when the driver died is lost. (A driver
+            // that stopped in order read them to their end, or left the output unsealed,
+            // which the spool reads as cut short.)
             capture.cut_short();
         }
         let kept_screen = match &meta["terminal"] {
@@ -152,6 +155,8 @@ impl Job {
         let job = Job {
             id,
             name: name.to_string(),
+            store: capture.store().clone(),
+            shown: Mutex::new(Shown::of(&capture)),
             cgroup: None,
             containment: meta["containment"].as_str().unwrap_or("").to_string(),
             launch: Launch::from_record(meta),
@@ -170,23 +175,23 @@ impl Job {
                     exit,
                     end,
                 }),
-                capture,
                 open_pipes: 0,
                 kill_grace,
                 pauses_sent: 0,
                 turns: Turns::default(),
             }),
+            capture: Watched::new(capture),
         };
         if interrupted {
             // Said once, so the next restart reads the same story.
-            let state = job.state.lock();
-            state.capture.save(&job.record(&state));
+            let capture = job.capture.lock();
+            capture.save(&job.record(&job.state.lock(), &capture));
         }
         Ok(job)
     }
 
     /// What a restart needs to bring the job back (everything but its output).
-    pub(super) fn record(&self, state: &State) -> Value {
+    pub(super) fn record(&self, state: &State, capture: &Capture) -> Value {
         let ms = |t: Option<SystemTime>| {
             t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as u64)
@@ -222,8 +227,8 @@ impl Job {
             "cwd": self.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
             "terminal": self.kept_screen_now().map(|kept| kept.record()),
-            STDOUT_GREW_KEY: ms(state.capture.grew_at(Stream::Stdout)),
-            STDERR_GREW_KEY: ms(state.capture.grew_at(Stream::Stderr)),
+            STDOUT_GREW_KEY: ms(capture.grew_at(Stream::Stdout)),
+            STDERR_GREW_KEY: ms(capture.grew_at(Stream::Stderr)),
         })
     }
 }

@@ -417,7 +417,7 @@ fn every_end_reads_back_the_same_after_a_restart() {
     ];
     let ms = |t: Option<SystemTime>| t.map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_millis());
     for job in &jobs {
-        let record = job.record(&job.state.lock());
+        let record = job.record(&job.state.lock(), &job.capture.lock());
         let capture = spool.capture("again", b"true");
         let restored =
             Job::restore(2, &record, capture, Duration::ZERO, None).expect("the record reads back");
@@ -454,7 +454,7 @@ fn the_shell_and_directory_it_ran_with_are_kept_in_the_record() {
     };
     assert_eq!(job.snapshot().launch.as_ref(), Some(&ran_with));
     assert!(job.mark_exited(exit(0, None)));
-    let record = job.record(&job.state.lock());
+    let record = job.record(&job.state.lock(), &job.capture.lock());
     assert_eq!(
         (&record["shell"], &record["cwd"]),
         (&json!("/bin/sh"), &json!("/tmp"))
@@ -473,7 +473,7 @@ fn the_shell_and_directory_it_ran_with_are_kept_in_the_record() {
     let restored = restore(&old);
     assert_eq!(restored.snapshot().launch, None);
     assert_eq!(restored.life().exit(), job.life().exit());
-    let again = restored.record(&restored.state.lock());
+    let again = restored.record(&restored.state.lock(), &restored.capture.lock());
     assert!(
         again["shell"].is_null() && again["cwd"].is_null(),
         "{again}"
@@ -491,17 +491,18 @@ fn the_times_its_streams_last_grew_are_kept_in_the_record() {
     // Written a while after the start (whether or not the machine slept between):
     // the stream's time is the wall clock's when the bytes came.
     let wrote = started + Duration::from_millis(90_123);
-    job.state
-        .lock()
-        .capture
-        .append_at(Stream::Stdout, b"hello\n", wrote);
+    {
+        let mut capture = job.capture.lock();
+        capture.append_at(Stream::Stdout, b"hello\n", wrote);
+        job.publish(&capture);
+    }
     assert_eq!(job.grew_at(Stream::Stdout), Some(wrote));
     assert_eq!(job.grew_at(Stream::Output), Some(wrote));
     assert_eq!(job.grew_at(Stream::Stderr), Some(started), "never written");
     assert!(job.mark_exited(exit(0, None)));
     let ended = job.finished_at().expect("it ended");
     assert!(ended > wrote + Duration::from_secs(1));
-    let record = job.record(&job.state.lock());
+    let record = job.record(&job.state.lock(), &job.capture.lock());
     assert_eq!(record[STDOUT_GREW_KEY], json!(1_700_000_090_123_u64));
     assert!(record[STDERR_GREW_KEY].is_null(), "{record}");
     // Restored with what it wrote: each stream has the time it last grew.
@@ -515,7 +516,7 @@ fn the_times_its_streams_last_grew_are_kept_in_the_record() {
     assert_eq!(restored.grew_at(Stream::Output), Some(wrote));
     assert_eq!(restored.grew_at(Stream::Stderr), Some(started));
     // Saved again (as a restart does), the times stay.
-    let again = restored.record(&restored.state.lock());
+    let again = restored.record(&restored.state.lock(), &restored.capture.lock());
     assert_eq!(again[STDOUT_GREW_KEY], record[STDOUT_GREW_KEY]);
     // A record from before the times were kept: what was written holds the end.
     let mut old = record.clone();
@@ -535,7 +536,7 @@ fn a_record_whose_terminal_is_out_of_bounds_is_refused() {
     let spool = spool_in(&dir.path().join("spool"));
     let job = new_job(&spool, 1, "drawn", Duration::ZERO);
     // Still running when saved: a restart draws its screen again from its output.
-    let mut record = job.record(&job.state.lock());
+    let mut record = job.record(&job.state.lock(), &job.capture.lock());
     let restore = |record: &Value| {
         let capture = spool.capture("again", b"true");
         Job::restore(2, record, capture, Duration::ZERO, None)
@@ -613,4 +614,54 @@ fn a_group_that_outlived_its_reaped_shell_is_signalled() {
         }
     }
     assert!(stopped, "the group's remaining member was not signalled");
+}
+
+/// While a write of a loud command's output waits for the disk (held by a stand-in for
+/// a slow one), everything `stat`, `ls` and `/events` ask of its job answers at once,
+/// and the bytes being written are not shown before they are on disk.
+#[test]
+fn what_stat_asks_never_waits_for_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let spool = spool_in(&state);
+    let job = Arc::new(running_job(&spool, i32::MAX));
+    job.append(Stream::Stdout, b"first\n");
+    let hold = crate::spool::stall::hold(&state);
+    let writer = {
+        let job = job.clone();
+        std::thread::spawn(move || job.append(Stream::Stdout, &[b'x'; 4096]))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hold.waiting() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the write never reached the disk"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (done, answers) = crossbeam_channel::bounded(1);
+    {
+        let job = job.clone();
+        std::thread::spawn(move || {
+            let extent = job.extent(Stream::Stdout);
+            let snapshot = job.snapshot();
+            let _ = (job.life(), job.standing(), job.is_running(), job.outcome());
+            let _ = (
+                job.grew_at(Stream::Output),
+                job.finished_at(),
+                job.evicted(),
+            );
+            let _ = done.send((extent.written, snapshot.output.bytes));
+        });
+    }
+    let answered = answers.recv_timeout(Duration::from_secs(30));
+    assert_eq!(hold.waiting(), 1, "the write still waits");
+    assert_eq!(
+        answered.expect("stat's questions waited for the disk"),
+        (6, 6),
+        "bytes not on disk yet are not shown"
+    );
+    drop(hold);
+    writer.join().unwrap();
+    assert_eq!(job.extent(Stream::Stdout).written, 6 + 4096);
 }
