@@ -4,7 +4,7 @@
 //! every command, answer every parked read, unmount.
 
 use crate::config::Config;
-use crate::fs::{Comeback, Returning, Tree, TreeConfig};
+use crate::fs::{Clock, Comeback, Hooks, Returning, Tree, TreeConfig};
 use crate::fuse;
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
@@ -787,6 +787,13 @@ fn serve(
             started.elapsed().as_millis()
         ));
     }
+    let mut clock =
+        Clock::start(tree.clone()).map_err(|e| format!("cannot start the tree's clock: {e}"))?;
+    let changed = wakes.clone();
+    tree.set_hooks(Hooks {
+        changed: Box::new(move || changed.released()),
+        start_wanted: clock.starter(),
+    });
     let parts = fuse::build(tree.clone(), wakes, receiver);
     let mut waker = parts.waker;
     let reloader = policy.spawn_reloader(Duration::from_millis(500), log);
@@ -875,6 +882,7 @@ fn serve(
     ));
     sd_notify("STOPPING=1");
     supervisor.shutdown();
+    clock.stop();
     waker.shutdown();
     policy.stop();
     let _ = reloader.join();
