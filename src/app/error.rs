@@ -10,8 +10,8 @@ use std::path::PathBuf;
 pub enum AppError {
     /// No settings file where one is looked for.
     NoSettings { path: PathBuf },
-    /// The settings file cannot be used (the policy's sentence, naming the file).
-    Settings(String),
+    /// The settings file cannot be used.
+    Settings(crate::policy::SettingsError),
     /// `--cwd` names no directory.
     CwdNotADirectory { path: PathBuf },
     /// Another driver serves the mount point.
@@ -81,7 +81,8 @@ impl std::fmt::Display for AppError {
                  deny list, and `{{}}` is a valid empty one",
                 path.display()
             ),
-            AppError::Settings(why) | AppError::StateDir(why) => f.write_str(why),
+            AppError::Settings(error) => error.fmt(f),
+            AppError::StateDir(why) => f.write_str(why),
             AppError::Audit(error) => error.fmt(f),
             AppError::CwdNotADirectory { path } => {
                 write!(f, "--cwd {} is not a directory", path.display())

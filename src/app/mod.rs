@@ -619,7 +619,9 @@ fn daemonize(config: &Config) -> Result<Option<Detached>, AppError> {
     }
 }
 
-/// What the tree needs to show again a command found in the spool.
+/// What the tree needs to show again a command found in the spool. The error is the
+/// sentence logged as the reason the record is skipped, and nothing else: the
+/// supervisor's restore answers in such a sentence too.
 fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String> {
     let name = found.meta["name"]
         .as_str()
