@@ -125,21 +125,46 @@ pub fn clean_up(
 }
 
 /// Whether the driver of `state_dir` has exited (or none was there) within `limit`:
-/// its lock can be taken (and is let go of at once).
+/// its lock can be taken (and is let go of at once), and the process whose pid the
+/// lock holds has ended (it lets go of the lock just before it exits).
 fn driver_gone(state_dir: &Path, limit: Duration) -> bool {
+    use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let Ok(lock) = std::fs::OpenOptions::new()
+    let Ok(mut lock) = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(state_dir.join(crate::spool::LOCK_FILE))
     else {
         return true;
     };
+    let mut text = String::new();
+    let _ = lock.read_to_string(&mut text);
+    let pid: Option<libc::pid_t> = text.trim().parse().ok();
     within(limit, || {
         // SAFETY: flock on a descriptor this function owns; closing it lets go.
-        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) == 0 }
+        let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        free && pid.is_none_or(|pid| !running(pid))
     })
+}
+
+/// Whether process `pid` runs (a zombie has exited).
+fn running(pid: libc::pid_t) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which ends at the last ')'.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: signal 0 only asks whether the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
 }
 
 /// Stops what a driver that no longer runs left in its cgroups, and says so.

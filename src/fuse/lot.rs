@@ -522,3 +522,109 @@ fn run(tree: Arc<Tree>, lot: Arc<Lot>, receiver: Receiver<Wake>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{Spawner, TreeConfig};
+    use crate::supervisor::{Job, SpawnRequest};
+    use std::path::Path;
+    use std::sync::atomic::AtomicUsize;
+
+    /// The lot's tests start nothing.
+    struct NoSpawner;
+
+    impl Spawner for NoSpawner {
+        fn spawn(&self, _request: SpawnRequest) -> Arc<Job> {
+            unreachable!("the lot's tests start no command")
+        }
+        fn kill(&self, _job: &Arc<Job>, _why: &str) {}
+        fn signal(&self, _job: &Arc<Job>, _signal: i32) {}
+        fn shell(&self) -> &Path {
+            Path::new("/bin/sh")
+        }
+        fn cwd(&self) -> &Path {
+            Path::new("/")
+        }
+    }
+
+    fn tree(dir: &Path) -> Arc<Tree> {
+        let settings = dir.join("settings.json");
+        std::fs::write(&settings, "{}").expect("settings");
+        let policy = crate::policy::Policy::load(&settings, false).expect("load");
+        Arc::new(Tree::new(
+            TreeConfig {
+                mount: None,
+                settle: Duration::from_millis(50),
+                keep: Duration::from_secs(60),
+                wait_timeout: Duration::from_secs(60),
+                timeout: None,
+                uid: 0,
+                gid: 0,
+            },
+            Arc::new(NoSpawner),
+            Arc::new(policy),
+            None,
+        ))
+    }
+
+    /// A parked operation that counts how often the tree is asked and how it ends.
+    struct Counting {
+        asked: Arc<AtomicUsize>,
+        ended: Arc<AtomicUsize>,
+    }
+
+    impl Op for Counting {
+        fn retry(self: Box<Self>, _tree: &Tree) -> Option<Box<dyn Op>> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            Some(self)
+        }
+        fn time_out(self: Box<Self>, _tree: &Tree) {
+            self.ended.fetch_add(1, Ordering::SeqCst);
+        }
+        fn fail(self: Box<Self>, _errno: i32, _reason: &str) {
+            self.ended.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_reply_is_asked_again_only_on_news_of_its_command_and_answered_once() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let tree = tree(dir.path());
+        let (wakes, _receiver) = Wakes::new();
+        let lot = Arc::new(Lot::new(wakes));
+        let (asked, ended) = (Arc::default(), Arc::default());
+        let counting = Counting {
+            asked: Arc::clone(&asked),
+            ended: Arc::clone(&ended),
+        };
+        // The caller is this process, alive and without a signal pending.
+        let caller = std::process::id();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let awaited = Awaited::Job(7, News::State);
+        lot.park(&tree, awaited, caller, deadline, Box::new(counting));
+        // Parking looks once for news that came before it.
+        let parked = asked.load(Ordering::SeqCst);
+        assert_eq!(parked, 1);
+        let signal_check = || Look {
+            jobs: HashSet::new(),
+            lookups: false,
+            now: Instant::now(),
+            check_signals: true,
+            all: false,
+        };
+        for _ in 0..5 {
+            lot.answer(&tree, &signal_check());
+        }
+        assert_eq!(asked.load(Ordering::SeqCst), parked, "a signal check asked");
+        lot.answer(&tree, &Look::news(Some(8)));
+        lot.answer(&tree, &Look::news(None));
+        assert_eq!(asked.load(Ordering::SeqCst), parked, "other news asked");
+        lot.answer(&tree, &Look::news(Some(7)));
+        assert_eq!(asked.load(Ordering::SeqCst), parked + 1);
+        assert_eq!(ended.load(Ordering::SeqCst), 0);
+        lot.close(&tree);
+        lot.close(&tree);
+        assert_eq!(ended.load(Ordering::SeqCst), 1, "answered once");
+    }
+}
