@@ -1,50 +1,79 @@
 //! The command line, defined once with clap. Doc comments here are the `--help` text;
 //! completions and the man page are generated from this definition.
 
-use crate::units::{parse_duration, parse_size};
+use crate::units::{parse_duration, parse_size, UnitError};
 use clap::{CommandFactory, Parser};
 use clap_complete::Shell;
 use std::path::PathBuf;
 use std::time::Duration;
 
-fn duration(text: &str) -> Result<Duration, String> {
-    parse_duration(text)
+/// Why a flag's value cannot be used: clap prints it after the flag's name and exits 2.
+#[derive(Debug)]
+enum ValueError {
+    /// Not a duration or a size.
+    Unit(UnitError),
+    /// A value below what the flag needs, with the sentence saying why.
+    TooSmall(&'static str),
+}
+
+impl std::fmt::Display for ValueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueError::Unit(error) => error.fmt(f),
+            ValueError::TooSmall(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for ValueError {}
+
+impl From<UnitError> for ValueError {
+    fn from(error: UnitError) -> ValueError {
+        ValueError::Unit(error)
+    }
+}
+
+fn duration(text: &str) -> Result<Duration, ValueError> {
+    Ok(parse_duration(text)?)
 }
 
 /// `--wait-timeout`: a read must be able to wait at all.
-fn wait_duration(text: &str) -> Result<Duration, String> {
+fn wait_duration(text: &str) -> Result<Duration, ValueError> {
     match parse_duration(text)? {
-        zero if zero.is_zero() => Err(
-            "a blocking read must be able to wait: give more than zero (the default is 25s)".into(),
-        ),
+        zero if zero.is_zero() => Err(ValueError::TooSmall(
+            "a blocking read must be able to wait: give more than zero (the default is 25s)",
+        )),
         wait => Ok(wait),
     }
 }
 
 /// `--timeout`: a limit of zero would stop every command as it starts.
-fn limit(text: &str) -> Result<Duration, String> {
+fn limit(text: &str) -> Result<Duration, ValueError> {
     match parse_duration(text)? {
-        zero if zero.is_zero() => Err(
+        zero if zero.is_zero() => Err(ValueError::TooSmall(
             "a limit of zero would stop every command as it starts: give more than zero, or \
-             leave --timeout out for no limit"
-                .into(),
-        ),
+             leave --timeout out for no limit",
+        )),
         limit => Ok(limit),
     }
 }
 
 /// `--max-output`: the head and the newest bytes need a byte each.
-fn output_size(text: &str) -> Result<u64, String> {
+fn output_size(text: &str) -> Result<u64, ValueError> {
     match parse_size(text)? {
-        0 | 1 => Err("a stream keeps its head and its newest bytes: give at least 2".into()),
+        0 | 1 => Err(ValueError::TooSmall(
+            "a stream keeps its head and its newest bytes: give at least 2",
+        )),
         bytes => Ok(bytes),
     }
 }
 
 /// `--max-spool`: room for at least some output.
-fn spool_size(text: &str) -> Result<u64, String> {
+fn spool_size(text: &str) -> Result<u64, ValueError> {
     match parse_size(text)? {
-        0 => Err("commands need room for their output: give more than zero".into()),
+        0 => Err(ValueError::TooSmall(
+            "commands need room for their output: give more than zero",
+        )),
         bytes => Ok(bytes),
     }
 }

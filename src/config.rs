@@ -47,13 +47,30 @@ pub fn absolute(path: &Path) -> PathBuf {
     }
 }
 
+/// Why a configuration cannot be built.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The current directory, where commands start without `--cwd`, cannot be read.
+    CurrentDirectory(std::io::Error),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::CurrentDirectory(error) => {
+                write!(f, "cannot read the current directory: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 /// The directory commands start in: `dir` made absolute, else the current directory.
-pub fn working_dir(dir: Option<&Path>) -> Result<PathBuf, String> {
+pub fn working_dir(dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
     match dir {
         Some(dir) => Ok(absolute(dir)),
-        None => {
-            std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))
-        }
+        None => std::env::current_dir().map_err(ConfigError::CurrentDirectory),
     }
 }
 
@@ -62,7 +79,7 @@ pub fn default_mount_path() -> PathBuf {
 }
 
 impl Config {
-    pub fn from_cli(cli: &Cli) -> Result<Config, String> {
+    pub fn from_cli(cli: &Cli) -> Result<Config, ConfigError> {
         let shell = cli
             .shell
             .clone()

@@ -49,7 +49,10 @@ enum Done {
     NothingMounted,
 }
 
-fn run(cli: &Cli) -> Result<Done, String> {
+/// Whatever stopped a run: each module's own error, or a sentence, reported once.
+type Failure = Box<dyn std::error::Error>;
+
+fn run(cli: &Cli) -> Result<Done, Failure> {
     // Packaging helpers: they read no settings and mount nothing.
     if let Some(shell) = cli.completions {
         return print_bytes(&terminalfs::completion_script(shell)).map(|()| Done::Done);
@@ -87,7 +90,8 @@ fn run(cli: &Cli) -> Result<Done, String> {
                 "selftest: {} of {} checks failed",
                 tally.failed,
                 tally.failed + tally.passed
-            ));
+            )
+            .into());
         }
         return Ok(Done::Done);
     }
@@ -113,7 +117,8 @@ fn run(cli: &Cli) -> Result<Done, String> {
         bad.exit();
     }
     let config = Config::from_cli(cli)?;
-    terminalfs::run(config).map(|()| Done::Done)
+    terminalfs::run(config)?;
+    Ok(Done::Done)
 }
 
 /// `terminalfs check`: prints the decision and returns whether the text would run.
@@ -123,7 +128,7 @@ fn check(
     allowlist: bool,
     cwd: Option<&Path>,
     text: &str,
-) -> Result<bool, String> {
+) -> Result<bool, Failure> {
     let path =
         absolute(&settings.map_or_else(terminalfs::default_settings_path, Path::to_path_buf));
     let policy = Policy::load(&path, allowlist)?
@@ -144,13 +149,13 @@ fn check(
 
 /// Says why on stderr. A stderr that cannot be written (a closed pipe) loses the
 /// sentence, not the exit code: `eprintln!` would panic and exit 101.
-fn report(message: &str) {
+fn report(message: &dyn std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "terminalfs: {message}");
 }
 
-fn print_bytes(bytes: &[u8]) -> Result<(), String> {
+fn print_bytes(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("cannot write to standard output: {e}"))
+        .map_err(|e| format!("cannot write to standard output: {e}").into())
 }

@@ -108,6 +108,35 @@ pub fn listed_name(path: &Path) -> PathBuf {
 /// Where fusectl shows FUSE connections.
 pub const FUSECTL: &str = "/sys/fs/fuse/connections";
 
+/// Why a FUSE connection in fusectl cannot be watched or aborted.
+#[derive(Debug)]
+pub enum ConnectionError {
+    /// fusectl was not mounted, and mounting it failed (it takes root).
+    NoFusectl(std::io::Error),
+    /// A file of fusectl could not be opened or written.
+    File {
+        path: PathBuf,
+        doing: &'static str,
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectionError::NoFusectl(error) => write!(
+                f,
+                "fusectl is not mounted at {FUSECTL} and mounting it failed ({error})"
+            ),
+            ConnectionError::File { path, doing, error } => {
+                write!(f, "cannot {doing} {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConnectionError {}
+
 /// One FUSE connection's directory in fusectl, held open: it stays the directory of
 /// that connection even once a later mount takes its number.
 #[derive(Debug)]
@@ -122,17 +151,18 @@ impl Connection {
     /// Opens connection `number`'s directory, mounting fusectl first where it is not
     /// mounted (which takes root). The caller checks afterwards that the mount it
     /// belongs to is still listed: a number is reused only once its mount is gone.
-    pub fn open(number: u64) -> Result<Connection, String> {
+    pub fn open(number: u64) -> Result<Connection, ConnectionError> {
         let mounted = entries(&read_list())
             .any(|entry| entry.fstype == "fusectl" && entry.mount_point == Path::new(FUSECTL));
         if !mounted {
-            mount_fusectl().map_err(|e| {
-                format!("fusectl is not mounted at {FUSECTL} and mounting it failed ({e})")
-            })?;
+            mount_fusectl().map_err(ConnectionError::NoFusectl)?;
         }
         let path = Path::new(FUSECTL).join(number.to_string());
-        let dir = std::fs::File::open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let dir = std::fs::File::open(&path).map_err(|error| ConnectionError::File {
+            path,
+            doing: "open",
+            error,
+        })?;
         Ok(Connection {
             dir,
             number,
@@ -162,15 +192,18 @@ impl Connection {
 
     /// Ends every request it has (and every later one) with an error: readers and
     /// writers waiting on it return, and its driver's session ends.
-    pub fn abort(&self) -> Result<(), String> {
+    pub fn abort(&self) -> Result<(), ConnectionError> {
         use std::io::Write;
+        let failed = |doing, error| ConnectionError::File {
+            path: self.abort_path(),
+            doing,
+            error,
+        };
         match self.file("abort", libc::O_WRONLY) {
-            Ok(mut file) => file
-                .write_all(b"1")
-                .map_err(|e| format!("cannot write {}: {e}", self.abort_path().display())),
+            Ok(mut file) => file.write_all(b"1").map_err(|e| failed("write", e)),
             // Gone already: nothing is left to abort.
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
-            Err(e) => Err(format!("cannot open {}: {e}", self.abort_path().display())),
+            Err(e) => Err(failed("open", e)),
         }
     }
 

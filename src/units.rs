@@ -2,29 +2,91 @@
 //! durations such as `250ms`, `30s`, `10m`, `1h` (a bare number means seconds) and
 //! sizes such as `512`, `64k`, `16m`, `2g` (binary multiples; a bare number means bytes),
 //! and terminal sizes such as `120x40` (columns by rows).
-//! Pure functions, shared by the CLI and the `#terminalfs` directive parser.
+//! Pure functions, shared by the CLI and the `#terminalfs` directive parser; what is
+//! wrong with a value is a [`UnitError`], whose text is a lowercase phrase.
 
 use std::time::Duration;
 
+/// Why a value is not a duration, a size or a terminal size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnitError {
+    /// It does not start with a whole number.
+    NotANumber {
+        text: String,
+        what: &'static str,
+        example: &'static str,
+    },
+    /// Its number, or the number times its unit, does not fit.
+    TooLarge { text: String, what: &'static str },
+    /// Its unit is none of `units`.
+    UnknownUnit { text: String, units: &'static str },
+    /// Not `COLSxROWS`.
+    NotATerminalSize { text: String },
+    /// A terminal without a cell.
+    NoCells { cols: u32, rows: u32 },
+    /// A terminal past [`MAX_SIDE`] a side or [`MAX_CELLS`] in all.
+    TooLargeTerminal { cols: u32, rows: u32 },
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitError::NotANumber {
+                text,
+                what,
+                example,
+            } => write!(f, "'{text}' is not a {what} (try {example})"),
+            UnitError::TooLarge { text, what } => write!(f, "'{text}' is too large a {what}"),
+            UnitError::UnknownUnit { text, units } => {
+                write!(f, "'{text}' has an unknown unit (use {units})")
+            }
+            UnitError::NotATerminalSize { text } => write!(
+                f,
+                "'{text}' is not a terminal size; write COLSxROWS, such as 120x40"
+            ),
+            UnitError::NoCells { cols, rows } => write!(
+                f,
+                "a terminal of {cols}x{rows} has no cells; give COLSxROWS of at least 1x1"
+            ),
+            UnitError::TooLargeTerminal { cols, rows } => write!(
+                f,
+                "a terminal of {cols}x{rows} is too large: at most {MAX_SIDE} columns, \
+                 {MAX_SIDE} rows and {MAX_CELLS} cells"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnitError {}
+
 /// Splits `text` into its leading whole number and the unit after it; `example`
 /// completes the error message ("try ...").
-fn number_and_unit(text: &str, what: &str, example: &str) -> Result<(u64, String), String> {
+fn number_and_unit(
+    text: &str,
+    what: &'static str,
+    example: &'static str,
+) -> Result<(u64, String), UnitError> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
     if digits.is_empty() {
-        return Err(format!("'{text}' is not a {what} (try {example})"));
+        return Err(UnitError::NotANumber {
+            text: text.to_string(),
+            what,
+            example,
+        });
     }
-    let value = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is too large a {what}"))?;
+    let value = digits.parse().map_err(|_| UnitError::TooLarge {
+        text: text.to_string(),
+        what,
+    })?;
     Ok((value, unit.trim().to_ascii_lowercase()))
 }
 
 /// Parses a duration: a whole number followed by `ms`, `s`, `m`, `h` or `d`;
-/// a bare number is seconds. The error is a lowercase phrase naming what was wrong.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+/// a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
     let text = text.trim();
     let (value, unit) = number_and_unit(text, "duration", "250ms, 30s, 10m or 1h")?;
     let millis_per_unit: u64 = match unit.as_str() {
@@ -34,20 +96,24 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3_600_000,
         "d" => 86_400_000,
         _ => {
-            return Err(format!(
-                "'{text}' has an unknown unit (use ms, s, m, h or d)"
-            ))
+            return Err(UnitError::UnknownUnit {
+                text: text.to_string(),
+                units: "ms, s, m, h or d",
+            })
         }
     };
     value
         .checked_mul(millis_per_unit)
         .map(Duration::from_millis)
-        .ok_or_else(|| format!("'{text}' is too large a duration"))
+        .ok_or_else(|| UnitError::TooLarge {
+            text: text.to_string(),
+            what: "duration",
+        })
 }
 
 /// Parses a size in bytes: a whole number, optionally followed by `k`, `m` or `g`
 /// (powers of 1024, with or without a trailing `b`/`ib`).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let text = text.trim();
     let (value, unit) = number_and_unit(text, "size", "4096, 64k, 16m or 2g")?;
     let unit = unit
@@ -59,11 +125,19 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
-        _ => return Err(format!("'{text}' has an unknown unit (use k, m or g)")),
+        _ => {
+            return Err(UnitError::UnknownUnit {
+                text: text.to_string(),
+                units: "k, m or g",
+            })
+        }
     };
     value
         .checked_mul(multiplier)
-        .ok_or_else(|| format!("'{text}' is too large a size"))
+        .ok_or_else(|| UnitError::TooLarge {
+            text: text.to_string(),
+            what: "size",
+        })
 }
 
 /// Renders a duration the way `parse_duration` reads it back, for logs and pages.
@@ -113,18 +187,13 @@ impl Default for TerminalSize {
 impl TerminalSize {
     /// A size no smaller than 1x1 and no larger than [`MAX_SIDE`] a side and
     /// [`MAX_CELLS`] in all, or why not.
-    pub fn new(cols: u32, rows: u32) -> Result<TerminalSize, String> {
+    pub fn new(cols: u32, rows: u32) -> Result<TerminalSize, UnitError> {
         if cols == 0 || rows == 0 {
-            return Err(format!(
-                "a terminal of {cols}x{rows} has no cells; give COLSxROWS of at least 1x1"
-            ));
+            return Err(UnitError::NoCells { cols, rows });
         }
         let side = u32::from(MAX_SIDE);
         if cols > side || rows > side || cols.saturating_mul(rows) > MAX_CELLS {
-            return Err(format!(
-                "a terminal of {cols}x{rows} is too large: at most {MAX_SIDE} columns, \
-                 {MAX_SIDE} rows and {MAX_CELLS} cells"
-            ));
+            return Err(UnitError::TooLargeTerminal { cols, rows });
         }
         Ok(TerminalSize {
             cols: cols as u16,
@@ -133,7 +202,7 @@ impl TerminalSize {
     }
 
     /// Reads `COLSxROWS`, such as `120x40`.
-    pub fn parse(text: &str) -> Result<TerminalSize, String> {
+    pub fn parse(text: &str) -> Result<TerminalSize, UnitError> {
         let parts = text.split_once(['x', 'X']);
         let number = |part: &str| {
             (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
@@ -141,9 +210,9 @@ impl TerminalSize {
         };
         match parts.and_then(|(cols, rows)| Some((number(cols)?, number(rows)?))) {
             Some((cols, rows)) => TerminalSize::new(cols, rows),
-            None => Err(format!(
-                "'{text}' is not a terminal size; write COLSxROWS, such as 120x40"
-            )),
+            None => Err(UnitError::NotATerminalSize {
+                text: text.to_string(),
+            }),
         }
     }
 }
@@ -219,7 +288,7 @@ mod tests {
             ("80x24x2", "COLSxROWS"),
             ("+80x24", "COLSxROWS"),
         ] {
-            let err = TerminalSize::parse(bad).expect_err(bad);
+            let err = TerminalSize::parse(bad).expect_err(bad).to_string();
             assert!(err.contains(needle), "{bad}: {err}");
         }
     }

@@ -131,6 +131,29 @@ fn a_panic_on_a_thread_of_the_driver_stops_it_with_a_failure() {
     assert_eq!(mount.read("cmd/kept/stdout"), "kept\n");
 }
 
+#[test]
+fn a_panic_on_the_waker_still_answers_every_parked_read() {
+    let mut mount = with_panic("thread:waker");
+    let pid = start_ticking(&mount, "ticking");
+    let waiting = parked_read(mount.p("cmd/ticking/wait"));
+    let _ = std::fs::metadata(mount.p("panic-waker"));
+    let status = mount
+        .wait_exit(Duration::from_secs(60))
+        .expect("the driver exits");
+    assert!(!status.success(), "{status:?}");
+    let log = mount.log();
+    assert!(
+        log.contains("the driver stops: its thread tfs-waker has ended"),
+        "{log}"
+    );
+    // No waker is left to answer it: the stop does.
+    let _answered = waiting
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the parked read is answered");
+    assert!(!is_mounted(&mount.path));
+    assert!(wait_until(Duration::from_secs(10), || !process_alive(pid)));
+}
+
 /// A directory with a settings file, for drivers started by hand.
 struct Place {
     dir: tempfile::TempDir,

@@ -14,6 +14,7 @@
 //! under `cmd/<name>/`), `drafts` (writing, checking, deciding and starting),
 //! `handles` (open, read, write, close, listings and view inodes), `pages` (rendering).
 
+mod clock;
 mod drafts;
 mod effects;
 mod events;
@@ -30,6 +31,9 @@ pub mod stderr;
 mod types;
 pub mod view;
 
+/// What a job's news is about, as the supervisor tells it: the adapter hears it here.
+pub use crate::supervisor::News;
+pub use clock::Clock;
 pub use effects::{Hooks, Spawner};
 pub use restore::{Comeback, Returning};
 pub use state::RELEASE_WINDOW;
@@ -368,6 +372,8 @@ fn remove_command(state: &mut State, effects: &mut Effects, id: u64, why: &'stat
     command.listed = false;
     let (name, open) = (command.name.clone(), command.open);
     state.cmd.remove(&name);
+    // News for `/events`, whose readers hear of a removal as of any change.
+    effects.push(Effect::Changed);
     if open == 0 {
         effects.discard_entry(state.entries.remove(&id));
     }

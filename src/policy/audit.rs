@@ -32,6 +32,42 @@ pub const ROTATE_AT: u64 = 16 << 20;
 /// Rotated files kept (`audit.jsonl.1` is the newest).
 pub const KEEP_ROTATED: u32 = 3;
 
+/// Why the audit log cannot be opened or written.
+#[derive(Debug)]
+pub enum AuditError {
+    /// Its directory cannot be created.
+    Directory {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file itself is refused (a symbolic link, another user's) or cannot be opened.
+    Open(crate::owned::OwnedError),
+    /// The system refused an operation on it.
+    Io {
+        path: PathBuf,
+        doing: &'static str,
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for AuditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuditError::Directory { path, error } => write!(
+                f,
+                "cannot create audit log directory {}: {error}",
+                path.display()
+            ),
+            AuditError::Open(error) => error.fmt(f),
+            AuditError::Io { path, doing, error } => {
+                write!(f, "cannot {doing} audit log {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for AuditError {}
+
 /// An open audit log.
 #[derive(Debug)]
 pub struct Audit {
@@ -45,28 +81,28 @@ pub struct Audit {
 impl Audit {
     /// Opens (creating it with mode 0600, and its directories with mode 0700) the audit log
     /// at `path` for appending. An existing file readable by others is made private.
-    pub fn open(path: &Path) -> Result<Audit, String> {
+    pub fn open(path: &Path) -> Result<Audit, AuditError> {
         Audit::open_rotating_at(path, ROTATE_AT)
     }
 
     /// [`Audit::open`], rotating past `rotate_at` bytes.
-    pub fn open_rotating_at(path: &Path, rotate_at: u64) -> Result<Audit, String> {
+    pub fn open_rotating_at(path: &Path, rotate_at: u64) -> Result<Audit, AuditError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(parent)
-                .map_err(|err| {
-                    format!(
-                        "cannot create audit log directory {}: {err}",
-                        parent.display()
-                    )
+                .map_err(|error| AuditError::Directory {
+                    path: parent.to_path_buf(),
+                    error,
                 })?;
         }
         let file = open_log(path)?;
-        let meta = file
-            .metadata()
-            .map_err(|err| format!("cannot stat audit log {}: {err}", path.display()))?;
+        let meta = file.metadata().map_err(|error| AuditError::Io {
+            path: path.to_path_buf(),
+            doing: "stat",
+            error,
+        })?;
         Ok(Audit {
             path: path.to_owned(),
             rotate_at,
@@ -74,9 +110,17 @@ impl Audit {
         })
     }
 
+    fn failed(&self, doing: &'static str, error: std::io::Error) -> AuditError {
+        AuditError::Io {
+            path: self.path.clone(),
+            doing,
+            error,
+        }
+    }
+
     /// Renames the log to `.1` (shifting older ones up, the oldest dropped) and starts
     /// a new one.
-    fn rotate(&self, file: &mut (File, u64)) -> Result<(), String> {
+    fn rotate(&self, file: &mut (File, u64)) -> Result<(), AuditError> {
         let numbered = |n: u32| {
             let mut name = self.path.as_os_str().to_owned();
             name.push(format!(".{n}"));
@@ -85,8 +129,7 @@ impl Audit {
         for n in (1..KEEP_ROTATED).rev() {
             let _ = fs::rename(numbered(n), numbered(n + 1));
         }
-        fs::rename(&self.path, numbered(1))
-            .map_err(|err| format!("cannot rotate audit log {}: {err}", self.path.display()))?;
+        fs::rename(&self.path, numbered(1)).map_err(|error| self.failed("rotate", error))?;
         *file = (open_log(&self.path)?, 0);
         Ok(())
     }
@@ -100,7 +143,7 @@ impl Audit {
         decision: &str,
         rule: Option<&str>,
         reason: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AuditError> {
         let line = audit_line(
             SystemTime::now(),
             name,
@@ -116,7 +159,7 @@ impl Audit {
         }
         file.0
             .write_all(line.as_bytes())
-            .map_err(|err| format!("cannot write audit log {}: {err}", self.path.display()))?;
+            .map_err(|error| self.failed("write", error))?;
         file.1 += line.len() as u64;
         Ok(())
     }
@@ -124,8 +167,8 @@ impl Audit {
 
 /// Opens the log for appending: never through a symbolic link, only the user's own
 /// file, private (see [`crate::owned::open`]).
-fn open_log(path: &Path) -> Result<File, String> {
-    crate::owned::open(path, "audit log", crate::owned::Access::Append).map_err(|e| e.to_string())
+fn open_log(path: &Path) -> Result<File, AuditError> {
+    crate::owned::open(path, "audit log", crate::owned::Access::Append).map_err(AuditError::Open)
 }
 
 /// The first [`MAX_TEXT`] bytes of `command`, cut at a character boundary.
@@ -340,6 +383,6 @@ mod tests {
         let file = dir.path().join("file");
         fs::write(&file, "").expect("create");
         let err = Audit::open(&file.join("audit.jsonl")).expect_err("parent is a file");
-        assert!(err.contains("audit log"), "{err}");
+        assert!(err.to_string().contains("audit log"), "{err}");
     }
 }

@@ -197,23 +197,26 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
     let bad = |err: String| format!("the #terminalfs directive {key}={value} is not valid: {err}");
     match key {
         "timeout" => {
-            let timeout = parse_duration(value).map_err(bad)?;
+            let timeout = parse_duration(value).map_err(|e| bad(e.to_string()))?;
             if timeout.is_zero() {
                 return Err(bad("a timeout must be longer than zero".to_owned()));
             }
             directives.timeout = Some(timeout);
         }
         "memory" => {
-            let memory = parse_size(value).map_err(bad)?;
+            let memory = parse_size(value).map_err(|e| bad(e.to_string()))?;
             if memory == 0 {
                 return Err(bad("a memory limit must be more than zero".to_owned()));
             }
             directives.memory = Some(memory);
         }
-        "keep" => directives.keep = Some(parse_duration(value).map_err(bad)?),
+        "keep" => directives.keep = Some(parse_duration(value).map_err(|e| bad(e.to_string()))?),
         "cwd" if value.is_empty() => return Err(bad("it names no directory".to_owned())),
         "cwd" => directives.cwd = Some(PathBuf::from(value)),
-        "tty" => directives.input = Input::Terminal(TerminalSize::parse(value).map_err(bad)?),
+        "tty" => {
+            directives.input =
+                Input::Terminal(TerminalSize::parse(value).map_err(|e| bad(e.to_string()))?)
+        }
         _ => {
             return Err(format!(
                 "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \

@@ -47,7 +47,7 @@ pub use audit::default_audit_path;
 pub use directives::{parse_directives, Directives, Input};
 pub use rules::{Candidate, Rule};
 pub use settings::{
-    default_settings_json, default_settings_path, home_dir, init_settings, RuleSet,
+    default_settings_json, default_settings_path, home_dir, init_settings, RuleSet, SettingsError,
 };
 pub use shell_input::{check_shell_input, shell_on_terminal_reason, shell_reading_input};
 pub use splitter::{SimpleCommand, Split};
@@ -237,13 +237,15 @@ impl Stamp {
 impl Policy {
     /// Reads the settings file at `path`. Under `allowlist`, every simple command must match
     /// an allow rule. The error names the file and says what is wrong with it.
-    pub fn load(path: &Path, allowlist: bool) -> Result<Policy, String> {
-        let path = std::path::absolute(path)
-            .map_err(|err| format!("cannot resolve settings path {}: {err}", path.display()))?;
-        let meta = fs::metadata(&path)
-            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
-        let bytes = fs::read(&path)
-            .map_err(|err| format!("cannot read settings file {}: {err}", path.display()))?;
+    pub fn load(path: &Path, allowlist: bool) -> Result<Policy, SettingsError> {
+        let io = |doing, path: &Path, error| SettingsError::Io {
+            path: path.to_path_buf(),
+            doing,
+            error,
+        };
+        let path = std::path::absolute(path).map_err(|e| io("resolve settings path", path, e))?;
+        let meta = fs::metadata(&path).map_err(|e| io("read settings file", &path, e))?;
+        let bytes = fs::read(&path).map_err(|e| io("read settings file", &path, e))?;
         let rules = parse_bytes(&path, &bytes)?;
         let (stop_sender, stop_receiver) = crossbeam_channel::bounded(0);
         Ok(Policy {
@@ -700,10 +702,15 @@ impl Policy {
     }
 }
 
-fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<RuleSet, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|err| format!("settings file {} is not UTF-8: {err}", path.display()))?;
-    RuleSet::parse(text).map_err(|err| format!("settings file {}: {err}", path.display()))
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<RuleSet, SettingsError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| SettingsError::NotUtf8 {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    RuleSet::parse(text).map_err(|why| SettingsError::Invalid {
+        path: path.to_path_buf(),
+        why,
+    })
 }
 
 /// Whether `text` ends with a newline that ends its last line: not one a backslash

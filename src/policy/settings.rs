@@ -15,6 +15,49 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::rules::Rule;
+
+/// Why a settings file cannot be read, used or written.
+#[derive(Debug)]
+pub enum SettingsError {
+    /// The system refused an operation on the file or its directory.
+    Io {
+        path: PathBuf,
+        doing: &'static str,
+        error: std::io::Error,
+    },
+    /// `--init-settings` never overwrites a file.
+    Exists { path: PathBuf },
+    /// The file is not UTF-8 text.
+    NotUtf8 {
+        path: PathBuf,
+        error: std::str::Utf8Error,
+    },
+    /// Its JSON does not make rules; `why` is [`RuleSet::parse`]'s sentence.
+    Invalid { path: PathBuf, why: String },
+}
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingsError::Io { path, doing, error } => {
+                write!(f, "cannot {doing} {}: {error}", path.display())
+            }
+            SettingsError::Exists { path } => write!(
+                f,
+                "settings file {} already exists; not overwriting it",
+                path.display()
+            ),
+            SettingsError::NotUtf8 { path, error } => {
+                write!(f, "settings file {} is not UTF-8: {error}", path.display())
+            }
+            SettingsError::Invalid { path, why } => {
+                write!(f, "settings file {}: {why}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}
 pub use crate::paths::home_dir;
 use crate::paths::xdg_dir;
 
@@ -36,6 +79,10 @@ pub struct RuleSet {
 
 impl RuleSet {
     /// Parses the text of a settings file. `{}` is valid and has no rules.
+    ///
+    /// The error is a sentence about the JSON alone (the caller names the file, see
+    /// [`SettingsError::Invalid`]): it is built from the entry at fault, and a type
+    /// for it would only carry that text.
     pub fn parse(json_text: &str) -> Result<RuleSet, String> {
         let value: Value =
             serde_json::from_str(json_text).map_err(|err| format!("not valid JSON: {err}"))?;
@@ -310,13 +357,18 @@ pub fn default_settings_json() -> String {
 
 /// Writes the default settings file at `path` with mode 0600, creating its parent
 /// directories (mode 0700). Refuses to touch a file that exists.
-pub fn init_settings(path: &Path) -> Result<(), String> {
+pub fn init_settings(path: &Path) -> Result<(), SettingsError> {
+    let io = |doing, path: &Path, error| SettingsError::Io {
+        path: path.to_path_buf(),
+        doing,
+        error,
+    };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(parent)
-            .map_err(|err| format!("cannot create directory {}: {err}", parent.display()))?;
+            .map_err(|err| io("create directory", parent, err))?;
     }
     let mut file = fs::OpenOptions::new()
         .write(true)
@@ -325,17 +377,16 @@ pub fn init_settings(path: &Path) -> Result<(), String> {
         .open(path)
         .map_err(|err| {
             if err.kind() == std::io::ErrorKind::AlreadyExists {
-                format!(
-                    "settings file {} already exists; not overwriting it",
-                    path.display()
-                )
+                SettingsError::Exists {
+                    path: path.to_path_buf(),
+                }
             } else {
-                format!("cannot create settings file {}: {err}", path.display())
+                io("create settings file", path, err)
             }
         })?;
     file.write_all(default_settings_json().as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|err| format!("cannot write settings file {}: {err}", path.display()))
+        .map_err(|err| io("write settings file", path, err))
 }
 
 /// `$XDG_CONFIG_HOME/terminalfs/settings.json`, or `~/.config/terminalfs/settings.json`.
@@ -408,11 +459,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary directory");
         let missing = dir.path().join("missing.json");
         let load = |path| super::super::Policy::load(path, false).map(|_| ());
-        let err = load(&missing).expect_err("missing file");
+        let err = load(&missing).expect_err("missing file").to_string();
         assert!(err.contains(&missing.display().to_string()), "{err}");
         let bad = dir.path().join("bad.json");
         fs::write(&bad, "[1]").expect("write test file");
-        let err = load(&bad).expect_err("bad file");
+        let err = load(&bad).expect_err("bad file").to_string();
         assert!(err.contains(&bad.display().to_string()), "{err}");
     }
 
@@ -463,7 +514,7 @@ mod tests {
         assert_eq!(parent.permissions().mode() & 0o077, 0);
         fs::write(&path, "{}").expect("overwrite by hand");
         let err = init_settings(&path).expect_err("second init refuses");
-        assert!(err.contains("already exists"), "{err}");
+        assert!(err.to_string().contains("already exists"), "{err}");
         assert_eq!(fs::read_to_string(&path).expect("read back"), "{}");
         RuleSet::parse(&fs::read_to_string(&path).expect("read back")).expect("still valid");
     }

@@ -1486,7 +1486,9 @@ fn a_long_glob_is_refused_with_a_sentence() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("settings.json");
     fs::write(&path, json).expect("write settings");
-    let err = Policy::load(&path, false).expect_err("a rule too long to compile");
+    let err = Policy::load(&path, false)
+        .expect_err("a rule too long to compile")
+        .to_string();
     assert!(err.contains("bytes"), "{err}");
 }
 
@@ -1967,13 +1969,15 @@ fn reload_picks_up_edits_and_keeps_rules_on_errors() {
 fn load_errors_name_the_file() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("settings.json");
-    let err = Policy::load(&path, false).expect_err("missing");
+    let err = Policy::load(&path, false).expect_err("missing").to_string();
     assert!(err.contains(&path.display().to_string()), "{err}");
     fs::write(&path, b"{\"permissions\": 1}").expect("write");
-    let err = Policy::load(&path, false).expect_err("bad");
+    let err = Policy::load(&path, false).expect_err("bad").to_string();
     assert!(err.contains(&path.display().to_string()), "{err}");
     fs::write(&path, b"\xff").expect("write");
-    let err = Policy::load(&path, false).expect_err("not UTF-8");
+    let err = Policy::load(&path, false)
+        .expect_err("not UTF-8")
+        .to_string();
     assert!(err.contains("UTF-8"), "{err}");
 }
 

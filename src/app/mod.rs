@@ -3,8 +3,12 @@
 //! session, reports readiness, waits for SIGINT/SIGTERM, then shuts down in order: stop
 //! every command, answer every parked read, unmount.
 
+mod error;
+
+pub use error::AppError;
+
 use crate::config::Config;
-use crate::fs::{Comeback, Returning, Tree, TreeConfig};
+use crate::fs::{Clock, Comeback, Hooks, Returning, Tree, TreeConfig};
 use crate::fuse;
 use crate::policy::audit::Audit;
 use crate::policy::Policy;
@@ -64,20 +68,6 @@ fn detached(path: &Path, mount_point: &Path, seen: &mut bool) -> bool {
     }
 }
 
-/// Why a mount failed, with what to check when the answer alone does not say: a user
-/// who may not use `/dev/fuse` gets a bare "Permission denied".
-fn mount_failed(path: &Path, error: &std::io::Error) -> String {
-    let mut message = format!("cannot mount at {}: {error}", path.display());
-    if error.kind() == std::io::ErrorKind::PermissionDenied {
-        message.push_str(
-            "; a user other than root needs /dev/fuse readable and writable (mode 0666, as \
-             Debian's udev rule sets it) and fusermount3 installed (package fuse3), and must \
-             own the mount point",
-        );
-    }
-    message
-}
-
 /// What `terminalfs --unmount` found and did, in a sentence for the user.
 #[derive(Debug)]
 pub enum Unmounted {
@@ -103,7 +93,7 @@ pub fn clean_up(
     state_dir: Option<&Path>,
     force: bool,
     patience: Duration,
-) -> Result<Unmounted, String> {
+) -> Result<Unmounted, AppError> {
     #[cfg(target_os = "linux")]
     let message = unmount(path, force, patience)?;
     #[cfg(not(target_os = "linux"))]
@@ -135,21 +125,46 @@ pub fn clean_up(
 }
 
 /// Whether the driver of `state_dir` has exited (or none was there) within `limit`:
-/// its lock can be taken (and is let go of at once).
+/// its lock can be taken (and is let go of at once), and the process whose pid the
+/// lock holds has ended (it lets go of the lock just before it exits).
 fn driver_gone(state_dir: &Path, limit: Duration) -> bool {
+    use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    let Ok(lock) = std::fs::OpenOptions::new()
+    let Ok(mut lock) = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(state_dir.join(crate::spool::LOCK_FILE))
     else {
         return true;
     };
+    let mut text = String::new();
+    let _ = lock.read_to_string(&mut text);
+    let pid: Option<libc::pid_t> = text.trim().parse().ok();
     within(limit, || {
         // SAFETY: flock on a descriptor this function owns; closing it lets go.
-        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) == 0 }
+        let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        free && pid.is_none_or(|pid| !running(pid))
     })
+}
+
+/// Whether process `pid` runs (a zombie has exited).
+fn running(pid: libc::pid_t) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command name, which ends at the last ')'.
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // SAFETY: signal 0 only asks whether the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
 }
 
 /// Stops what a driver that no longer runs left in its cgroups, and says so.
@@ -183,7 +198,7 @@ fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 /// waiting for ever): the mount is found in the kernel's list, detached lazily (which
 /// asks the driver nothing), and watched through its connection in fusectl.
 #[cfg(target_os = "linux")]
-fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String>, String> {
+fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String>, AppError> {
     use crate::mounts::{find, listed_name, read_list, Connection};
     let listed = listed_name(path);
     let shown = path.display();
@@ -194,10 +209,12 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String
     // mount's (one is reused only once its mount is gone), and the held directory stays
     // this connection's.
     let connection = if entry.is_fuse() {
-        Connection::open(entry.device).and_then(|connection| match find(&read_list(), &listed) {
-            Some(now) if now.device == entry.device => Ok(connection),
-            _ => Err("the mount changed while it was looked up".to_string()),
-        })
+        Connection::open(entry.device)
+            .map_err(|e| e.to_string())
+            .and_then(|connection| match find(&read_list(), &listed) {
+                Some(now) if now.device == entry.device => Ok(connection),
+                _ => Err("the mount changed while it was looked up".to_string()),
+            })
     } else {
         Err(format!("it is no FUSE mount but {}", entry.fstype))
     };
@@ -212,7 +229,9 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String
     if !within(Duration::from_secs(5), || {
         find(&read_list(), &listed).is_none()
     }) {
-        return Err(format!("{shown} is still mounted after unmounting it"));
+        return Err(AppError::StillMounted {
+            path: path.to_path_buf(),
+        });
     }
     let mut message = format!("unmounted {shown}");
     let connection = match connection {
@@ -225,7 +244,10 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String
                 entry.device
             ));
             return if force {
-                Err(message)
+                Err(AppError::NotAborted {
+                    done: message,
+                    error: None,
+                })
             } else {
                 Ok(Some(message))
             };
@@ -238,7 +260,12 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String
     if !force && within(patience, || connection.gone()) {
         return Ok(Some(message));
     }
-    connection.abort().map_err(|e| format!("{message}; {e}"))?;
+    if let Err(error) = connection.abort() {
+        return Err(AppError::NotAborted {
+            done: message,
+            error: Some(error),
+        });
+    }
     let file = connection.abort_path();
     if force {
         message.push_str(&format!(
@@ -266,7 +293,7 @@ fn unmount(path: &Path, force: bool, patience: Duration) -> Result<Option<String
 /// Unmounts whatever is at `path` (live or stale). Returns whether anything was there.
 /// Safe to call when nothing is mounted.
 #[cfg(not(target_os = "linux"))]
-fn unmount(path: &Path) -> Result<bool, String> {
+fn unmount(path: &Path) -> Result<bool, AppError> {
     if mount_state(path) == MountState::NotMounted {
         return Ok(false);
     }
@@ -274,20 +301,22 @@ fn unmount(path: &Path) -> Result<bool, String> {
     if !within(Duration::from_secs(5), || {
         mount_state(path) == MountState::NotMounted
     }) {
-        return Err(format!(
-            "{} is still mounted after unmounting it",
-            path.display()
-        ));
+        return Err(AppError::StillMounted {
+            path: path.to_path_buf(),
+        });
     }
     Ok(true)
 }
 
 /// A lazy unmount: the tree leaves the namespace now, open files finish later.
-fn detach(path: &Path) -> Result<(), String> {
+fn detach(path: &Path) -> Result<(), AppError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
+            AppError::NulInPath {
+                path: path.to_path_buf(),
+            }
+        })?;
         #[cfg(target_os = "linux")]
         // SAFETY: a valid C string and a flag.
         let rc = unsafe { libc::umount2(c_path.as_ptr(), libc::MNT_DETACH) };
@@ -297,11 +326,10 @@ fn detach(path: &Path) -> Result<(), String> {
         if rc == 0 {
             return Ok(());
         }
-        return Err(format!(
-            "cannot unmount {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
+        return Err(AppError::Unmount {
+            path: path.to_path_buf(),
+            why: std::io::Error::last_os_error().to_string(),
+        });
     }
     let attempts: &[(&str, &[&str])] = if cfg!(target_os = "linux") {
         &[
@@ -323,22 +351,24 @@ fn detach(path: &Path) -> Result<(), String> {
             Err(e) => last = format!("{program}: {e}"),
         }
     }
-    Err(format!("cannot unmount {}: {last}", path.display()))
+    Err(AppError::Unmount {
+        path: path.to_path_buf(),
+        why: last,
+    })
 }
 
 /// Refuses a mount point another driver serves, changing nothing anywhere.
-fn refuse_live_mount(path: &Path) -> Result<(), String> {
+fn refuse_live_mount(path: &Path) -> Result<(), AppError> {
     if mount_state(path) == MountState::Live {
-        return Err(format!(
-            "{} is already mounted; stop that driver or run `terminalfs --unmount --path {}`",
-            path.display(),
-            path.display()
-        ));
+        return Err(AppError::LiveMount {
+            path: path.to_path_buf(),
+        });
     }
     Ok(())
 }
 
-fn prepare_mount_point(path: &Path) -> Result<(), String> {
+fn prepare_mount_point(path: &Path) -> Result<(), AppError> {
+    let owned = || path.to_path_buf();
     refuse_live_mount(path)?;
     if mount_state(path) == MountState::Stale {
         detach(path)?;
@@ -347,28 +377,25 @@ fn prepare_mount_point(path: &Path) -> Result<(), String> {
     match std::fs::read_dir(path) {
         Ok(mut entries) => {
             if entries.next().is_some() {
-                return Err(format!(
-                    "{} is not empty: mounting there would hide its files; \
-                     choose an empty or new directory with --path",
-                    path.display()
-                ));
+                return Err(AppError::NotEmpty { path: owned() });
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(path)
-                .map_err(|e| format!("cannot create the mount point {}: {e}", path.display()))?;
+            std::fs::create_dir_all(path).map_err(|error| AppError::MountPoint {
+                path: owned(),
+                doing: "create",
+                error,
+            })?;
         }
         Err(_) if path.exists() && !path.is_dir() => {
-            return Err(format!(
-                "--path {} is not a directory; name a directory to mount on",
-                path.display()
-            ));
+            return Err(AppError::NotADirectory { path: owned() });
         }
-        Err(e) => {
-            return Err(format!(
-                "cannot use {} as the mount point: {e}",
-                path.display()
-            ))
+        Err(error) => {
+            return Err(AppError::MountPoint {
+                path: owned(),
+                doing: "use",
+                error,
+            })
         }
     }
     Ok(())
@@ -485,31 +512,25 @@ struct PidFile {
 
 impl PidFile {
     /// Opens and locks the file, before the fork: the daemon inherits the lock.
-    fn lock(path: &Path) -> Result<PidFile, String> {
+    fn lock(path: &Path) -> Result<PidFile, AppError> {
         use std::io::Read;
         use std::os::fd::AsRawFd;
-        let mut file = crate::owned::open(path, "pid file", crate::owned::Access::ReadWrite)
-            .map_err(|e| e.to_string())?;
+        let mut file = crate::owned::open(path, "pid file", crate::owned::Access::ReadWrite)?;
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let error = std::io::Error::last_os_error();
             if error.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(format!(
-                    "cannot lock the pid file {}: {error}",
-                    path.display()
-                ));
+                return Err(AppError::PidFileLock {
+                    path: path.to_path_buf(),
+                    error,
+                });
             }
             let mut text = String::new();
             let _ = file.read_to_string(&mut text);
-            let holder = match text.trim().parse::<u32>() {
-                Ok(pid) => format!("a running terminalfs driver (pid {pid})"),
-                Err(_) => "a running terminalfs driver".to_string(),
-            };
-            return Err(format!(
-                "the pid file {} is held by {holder}: stop it with `terminalfs --unmount` \
-                 or give this one another --pid-file",
-                path.display()
-            ));
+            return Err(AppError::PidFileHeld {
+                path: path.to_path_buf(),
+                holder: text.trim().parse().ok(),
+            });
         }
         Ok(PidFile {
             file,
@@ -559,19 +580,22 @@ struct Detached {
 
 /// Under --daemon: fork now; the parent returns only once the child reports that the
 /// mount is ready (exit 0) or failed (exit 1). The child gets a writer to report on.
-fn daemonize(config: &Config) -> Result<Option<Detached>, String> {
+fn daemonize(config: &Config) -> Result<Option<Detached>, AppError> {
     if !config.daemon {
         return Ok(None);
     }
     let pid_file = config.pid_file.as_deref().map(PidFile::lock).transpose()?;
-    let (mut reader, writer) =
-        readiness_pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let (mut reader, writer) = readiness_pipe().map_err(|error| AppError::Start {
+        what: "the readiness pipe",
+        error,
+    })?;
     let mut daemon = daemonize::Daemonize::new().working_directory("/");
     if let Some(path) = &config.log_file {
-        let file = crate::log::open_file(path).map_err(|e| e.to_string())?;
-        let copy = file
-            .try_clone()
-            .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+        let file = crate::log::open_file(path)?;
+        let copy = file.try_clone().map_err(|error| AppError::Start {
+            what: "the log file",
+            error,
+        })?;
         daemon = daemon
             .stdout(daemonize::Stdio::from(file))
             .stderr(daemonize::Stdio::from(copy));
@@ -591,28 +615,19 @@ fn daemonize(config: &Config) -> Result<Option<Detached>, String> {
             }
             let why = answer.trim();
             Err(if why.is_empty() {
-                match &config.log_file {
-                    Some(path) => format!(
-                        "the background driver stopped before its mount was ready; its \
-                         log file {} says why",
-                        path.display()
-                    ),
-                    None => "the background driver stopped before its mount was ready; \
-                             run without --daemon, or with --log-file, to see why"
-                        .to_string(),
+                AppError::BackgroundSilent {
+                    log_file: config.log_file.clone(),
                 }
             } else {
-                why.to_string()
+                AppError::Background(why.to_string())
             })
         }
-        daemonize::Outcome::Parent(Err(e)) => {
-            Err(format!("cannot start the driver in the background ({e})"))
-        }
+        daemonize::Outcome::Parent(Err(e)) => Err(AppError::Detach(e.to_string())),
         daemonize::Outcome::Child(Err(e)) => {
             // Said once, by the waiting parent: this process's stderr may still be the
             // same terminal.
             let mut writer = writer;
-            let _ = writeln!(writer, "cannot start the driver in the background ({e})");
+            let _ = writeln!(writer, "{}", AppError::Detach(e.to_string()));
             std::process::exit(1);
         }
         daemonize::Outcome::Child(Ok(_)) => {
@@ -629,7 +644,9 @@ fn daemonize(config: &Config) -> Result<Option<Detached>, String> {
     }
 }
 
-/// What the tree needs to show again a command found in the spool.
+/// What the tree needs to show again a command found in the spool. The error is the
+/// sentence logged as the reason the record is skipped, and nothing else: the
+/// supervisor's restore answers in such a sentence too.
 fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String> {
     let name = found.meta["name"]
         .as_str()
@@ -659,21 +676,21 @@ fn comeback(supervisor: &Supervisor, found: Restored) -> Result<Comeback, String
     })
 }
 
-pub fn run(config: Config) -> Result<(), String> {
+pub fn run(config: Config) -> Result<(), AppError> {
     if !config.settings.exists() {
-        return Err(format!(
-            "no settings file at {}. Create one with `terminalfs --init-settings` \
-             (or `terminalfs --init-settings FILE` and pass --settings FILE); \
-             it holds the deny list, and `{{}}` is a valid empty one",
-            config.settings.display()
-        ));
+        return Err(AppError::NoSettings {
+            path: config.settings.clone(),
+        });
     }
     let policy = Arc::new(
-        Policy::load(&config.settings, config.allowlist)?
+        Policy::load(&config.settings, config.allowlist)
+            .map_err(AppError::Settings)?
             .with_start_dir(&config.cwd, Some(&crate::policy::home_dir())),
     );
     if !config.cwd.is_dir() {
-        return Err(format!("--cwd {} is not a directory", config.cwd.display()));
+        return Err(AppError::CwdNotADirectory {
+            path: config.cwd.clone(),
+        });
     }
     crate::log::set_verbose(config.verbose);
     let (mut ready_pipe, pid_file) = match daemonize(&config)? {
@@ -693,13 +710,13 @@ fn serve(
     policy: Arc<Policy>,
     ready_pipe: &mut Option<std::fs::File>,
     pid_file: Option<PidFile>,
-) -> Result<(), String> {
+) -> Result<(), AppError> {
     let signals = block_signals();
     // In this order: a second driver on a live mount or on a state directory in use
     // is refused before it writes anything, and nothing of the state directory is
     // read or written before its lock is held (until this function returns).
     refuse_live_mount(&config.path)?;
-    let _state_lock = crate::spool::prepare_dir(&config.state_dir)?;
+    let _state_lock = crate::spool::prepare_dir(&config.state_dir).map_err(AppError::StateDir)?;
     // Dropped (the file removed) before the state directory's lock: `--unmount` waits
     // for that lock, and returns only once the pid file is gone.
     let _pid_file = pid_file;
@@ -707,7 +724,7 @@ fn serve(
     // Where the kernel will list the mount (a symbolic link resolved), found before it
     // is mounted: afterwards a look at the path would be a request to this very driver.
     let mount_point = std::fs::canonicalize(&config.path).unwrap_or_else(|_| config.path.clone());
-    let audit = Audit::open(&config.audit_log)?;
+    let audit = Audit::open(&config.audit_log).map_err(AppError::Audit)?;
     let spool = Spool::open(
         SpoolConfig {
             dir: config.state_dir.clone(),
@@ -716,7 +733,10 @@ fn serve(
         },
         log,
     )
-    .map_err(|e| format!("cannot start the spool: {e}"))?;
+    .map_err(|error| AppError::Start {
+        what: "the spool",
+        error,
+    })?;
     let (wakes, receiver) = fuse::Wakes::new();
     let notify_wakes = wakes.clone();
     let supervisor = Arc::new(
@@ -737,7 +757,10 @@ fn serve(
             spool.clone(),
             Arc::new(move |id, news| notify_wakes.job(id, news)),
         )
-        .map_err(|e| format!("cannot start the supervisor: {e}"))?,
+        .map_err(|error| AppError::Start {
+            what: "the supervisor",
+            error,
+        })?,
     );
     log(&format!(
         "containment: {}; commands are forked by {}",
@@ -787,6 +810,15 @@ fn serve(
             started.elapsed().as_millis()
         ));
     }
+    let mut clock = Clock::start(tree.clone()).map_err(|error| AppError::Start {
+        what: "the tree's clock",
+        error,
+    })?;
+    let changed = wakes.clone();
+    tree.set_hooks(Hooks {
+        changed: Box::new(move || changed.released()),
+        start_wanted: clock.starter(),
+    });
     let parts = fuse::build(tree.clone(), wakes, receiver);
     let mut waker = parts.waker;
     let reloader = policy.spawn_reloader(Duration::from_millis(500), log);
@@ -801,13 +833,21 @@ fn serve(
     if cfg!(target_os = "linux") {
         fuse_config.n_threads = Some(2);
     }
-    let mut session = fuser::Session::new(parts.driver, &config.path, &fuse_config)
-        .map_err(|e| mount_failed(&config.path, &e))?;
+    let mut session =
+        fuser::Session::new(parts.driver, &config.path, &fuse_config).map_err(|error| {
+            AppError::Mount {
+                path: config.path.clone(),
+                error,
+            }
+        })?;
     let mut unmounter = session.unmount_callable();
     let session_thread = std::thread::Builder::new()
         .name("tfs-session".into())
         .spawn(move || session.run())
-        .map_err(|e| format!("cannot start the session thread: {e}"))?;
+        .map_err(|error| AppError::Start {
+            what: "the session thread",
+            error,
+        })?;
     // Commands' stderr becomes a file of this mount from now on (see
     // `supervisor::capture`); macFUSE is untried for it, so stderr stays a pipe there.
     if cfg!(target_os = "linux") {
@@ -875,6 +915,7 @@ fn serve(
     ));
     sd_notify("STOPPING=1");
     supervisor.shutdown();
+    clock.stop();
     waker.shutdown();
     policy.stop();
     let _ = reloader.join();
@@ -883,7 +924,7 @@ fn serve(
         if let Err(e) = unmounter.unmount() {
             log(&format!("unmount was refused ({e}); detaching lazily"));
             if let Err(e) = detach(&config.path) {
-                log(&e);
+                log(&e.to_string());
             }
         }
     }
@@ -900,9 +941,7 @@ fn serve(
     spool.sync();
     log("stopped");
     match cause {
-        Stop::Panic(why) => Err(format!(
-            "the driver stopped after an internal error ({why}); its log has the panic"
-        )),
+        Stop::Panic(why) => Err(AppError::Panicked(why)),
         _ => Ok(()),
     }
 }
@@ -919,7 +958,14 @@ mod tests {
     fn a_refused_mount_says_what_to_check() {
         let path = Path::new("/home/u/mnt");
         let denied = std::io::Error::from_raw_os_error(libc::EACCES);
-        let said = mount_failed(path, &denied);
+        let mounting = |error| {
+            AppError::Mount {
+                path: path.to_path_buf(),
+                error,
+            }
+            .to_string()
+        };
+        let said = mounting(denied);
         assert!(
             said.starts_with("cannot mount at /home/u/mnt: Permission denied"),
             "{said}"
@@ -929,7 +975,7 @@ mod tests {
             "{said}"
         );
         let busy = std::io::Error::from_raw_os_error(libc::EBUSY);
-        assert!(!mount_failed(path, &busy).contains("/dev/fuse"));
+        assert!(!mounting(busy).contains("/dev/fuse"));
     }
 
     #[test]
