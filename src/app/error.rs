@@ -64,7 +64,7 @@ pub enum AppError {
     /// The background driver stopped before it was ready without a word.
     BackgroundSilent { log_file: Option<PathBuf> },
     /// The state directory cannot be used (the spool's sentence, naming it).
-    StateDir(String),
+    StateDir(crate::spool::SpoolError),
     /// The audit log cannot be opened.
     Audit(crate::policy::audit::AuditError),
     /// A panic stopped the driver (see `crate::panics`).
@@ -82,7 +82,7 @@ impl std::fmt::Display for AppError {
                 path.display()
             ),
             AppError::Settings(error) => error.fmt(f),
-            AppError::StateDir(why) => f.write_str(why),
+            AppError::StateDir(error) => error.fmt(f),
             AppError::Audit(error) => error.fmt(f),
             AppError::CwdNotADirectory { path } => {
                 write!(f, "--cwd {} is not a directory", path.display())
