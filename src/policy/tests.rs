@@ -1413,6 +1413,57 @@ fn default_list_additions_refuse_and_their_neighbours_run() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// Values the text assigns are followed to their uses, and a use is judged with the
+/// values it can take; `${X:?}` is honoured.
+#[test]
+fn values_the_text_assigns_are_followed_to_their_uses() {
+    let f = default_fixture();
+    let refused_here = [
+        "x=/; rm -rf $x",
+        "x=/; rm -rf \"$x\"",
+        "x=/; rm -rf ${x}",
+        "a=(/ x); rm -rf \"${a[@]}\"",
+        "set -- /; rm -rf \"$1\"",
+        "printf -v x /; rm -rf $x",
+        "declare x=/; rm -rf $x",
+        "local x=/; rm -rf $x",
+        "export x=/; rm -rf $x",
+        "readonly x=/; rm -rf $x",
+        "rm -rf \"$X/\"*",
+        "rm -rf ${x:-/}",
+        "rm -rf \"${x:-/}\"",
+        "x=; rm -rf \"${x:-/}\"",
+        "x=sudo; $x ls",
+        "x=/; chmod -R 777 $x",
+        "cd /tmp; x=/; rm -rf $x",
+    ];
+    let runs_here = [
+        "rm -rf \"${X:?}/\"*",
+        "X=/tmp/b; rm -rf \"$X/\"*",
+        "x=/; x=/tmp/a; rm -rf $x",
+        "x=/; echo rm -rf $x",
+        "rm -rf \"$BUILD/out\"",
+        "rm -rf \"$PWD/\"*",
+        "for d in a b; do rm -rf \"$d/\"*; done",
+        "read -r d; rm -rf \"$d/\"*",
+        "d=$(mktemp -d); rm -rf \"$d/\"*",
+        "echo $x/y",
+        "set -- /tmp/a; rm -rf \"$@\"",
+    ];
+    let mut wrong = Vec::new();
+    for text in refused_here {
+        if !refused(&f.policy, text) {
+            wrong.push(format!("ran: {text}"));
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 thread_local! {
     /// Makes the next decision on this thread panic, to test the boundary around it.
     static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -2463,7 +2514,8 @@ fn what_a_relative_operand_names_elsewhere_stays_allowed() {
         "pushd / && rm -rf *",
         "cd ~/.. && rm -rf *",
         "cd / && rm -rf $x",
-        "cd / && rm -rf \"$dir\"/*",
+        "cd / && rm -rf \"${dir:?}\"/*",
+        "dir=$(mktemp -d); cd / && rm -rf \"$dir\"/*",
         "cd / && chmod 755 *",
         "cd / && chown -R me: .",
         "cd / && ls *",

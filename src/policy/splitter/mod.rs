@@ -80,6 +80,7 @@ mod expand;
 mod grammar;
 mod lexer;
 mod scan;
+mod values;
 mod wrappers;
 
 pub(crate) use wrappers::SHELLS;
@@ -156,10 +157,12 @@ pub fn split(text: &str) -> Split {
     // more after it), until a reading finds no new one.
     let mut renames = Renames::new();
     let mut readings = 0;
+    let set_somewhere = values::names_set(text);
     loop {
         let allowance = text.len().saturating_mul(4).saturating_add(1 << 16);
         let mut cx = Context::new(allowance);
         cx.renames = renames;
+        cx.set_somewhere = set_somewhere.clone();
         let known: usize = cx.renames.values().map(Vec::len).sum();
         check_table_names(&mut cx, text.as_bytes());
         let mut parser = Parser::new(text.as_bytes(), 0);
@@ -213,6 +216,16 @@ pub(super) enum Input {
 
 /// State shared by every parser working on one input.
 struct Context {
+    /// The values the text gave its variables, as far as they are known (see [`values`]).
+    values: HashMap<String, String>,
+    /// The elements of the array assignments (`a=(...)`) read since the last command was
+    /// emitted, as written, in order: an assignment's word holds only `(...)`.
+    arrays: Vec<String>,
+    /// The names the text may set anywhere ([`values::names_set`]): an unknown one of
+    /// these is not taken as possibly unset.
+    set_somewhere: HashSet<String>,
+    /// A number for `values`, as `args_generation` is for `args`.
+    values_generation: u64,
     /// The commands found so far.
     out: Vec<SimpleCommand>,
     /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
@@ -307,6 +320,10 @@ impl Context {
             written_seen: HashSet::new(),
             renames: Renames::new(),
             renames_generation: 0,
+            values: HashMap::new(),
+            arrays: Vec::new(),
+            set_somewhere: HashSet::new(),
+            values_generation: 0,
         }
     }
 
@@ -581,6 +598,12 @@ fn emit_texts(
     if let Some(written) = written {
         command.forms.push(written);
     }
+    // The command with its variables spelled with values they can take, checked too;
+    // then what it assigns, for the commands after it.
+    let valued = values::substituted(cx, &stores[0]);
+    if let Some(&(store, start)) = layers.last() {
+        values::note_command(cx, &stores[store][start..]);
+    }
     let mut reads_stdin = false;
     let mut expand = Vec::new();
     let mut execs = Vec::new();
@@ -650,6 +673,12 @@ fn emit_texts(
             }
         }
     }
+    for spelling in valued.iter().flat_map(|words| spellings(words)) {
+        if !command.forms.contains(&spelling) {
+            command.forms.push(spelling);
+        }
+    }
+    cx.arrays.clear();
     let first_words = || {
         layers
             .iter()

@@ -292,7 +292,10 @@ impl<'s> Parser<'s> {
         };
         let start = self.pos;
         let closed = self.scan_group(cx, group);
-        self.element_braces(cx, &self.src[start..self.pos]);
+        let elements = &self.src[start..self.pos];
+        cx.arrays
+            .push(String::from_utf8_lossy(elements).into_owned());
+        self.element_braces(cx, elements);
         if closed {
             self.advance(1);
         }

@@ -28,6 +28,7 @@ pub(super) fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc
     let generation = cx.args_generation;
     let dir_generation = cx.dir_generation;
     let renames_generation = cx.renames_generation;
+    let values_generation = cx.values_generation;
     let key = &mut cx.key;
     key.clear();
     // Every length, offset and count is at most `MAX_REPEAT_KEY`: 32 bits hold it.
@@ -48,6 +49,7 @@ pub(super) fn repeat_key(cx: &mut Context, words: &[Word], stdin: &Input, coproc
     key.extend_from_slice(&generation.to_le_bytes());
     key.extend_from_slice(&dir_generation.to_le_bytes());
     key.extend_from_slice(&renames_generation.to_le_bytes());
+    key.extend_from_slice(&values_generation.to_le_bytes());
     key.push(u8::from(coproc));
     match stdin {
         Input::Inherited => key.push(0),

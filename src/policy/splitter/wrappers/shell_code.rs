@@ -399,6 +399,7 @@ pub(crate) fn assignment(cx: &mut Context, word: &str, depth: usize) {
         return;
     };
     note_table_entry(cx, target, value);
+    crate::policy::splitter::values::note_assignment(cx, target, value);
 }
 
 /// Why an assignment cannot be checked when it names a pipe or standard input as a
