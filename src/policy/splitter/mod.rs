@@ -690,6 +690,8 @@ fn emit_texts(
         .collect();
     command.dynamic_name = first_words().any(|name| names.dynamic.contains(name));
     command.dir = cx.dir.clone();
+    let index = cx.out.len();
+    let outer_shell = stores[0].first().map_or("", |w| basename(w)).to_owned();
     cx.out.push(command);
     if depth >= MAX_DEPTH {
         if !(scripts.is_empty()
@@ -797,6 +799,7 @@ fn emit_texts(
             cx.renames_generation = cx.new_generation();
         }
     }
+    let fed = matches!(stdin, Input::Pipe | Input::Here(_));
     for (script, args) in scripts {
         match args {
             Some(args) => {
@@ -809,6 +812,19 @@ fn emit_texts(
                 cx.args_generation = outer_generation;
             }
             None => sub_parse(cx, script.as_bytes(), depth + 1),
+        }
+    }
+    if fed && cx.refusal.is_none() && crate::policy::shell_input::feeds_a_shell(&cx.out[index..]) {
+        // What the command reads reaches a shell as its script: spelled as a shell reading
+        // a pipe is, so the rules that refuse `curl ... | sh` refuse it too.
+        let shell = if SHELLS.contains(&outer_shell.as_str()) {
+            outer_shell
+        } else {
+            "sh".to_owned()
+        };
+        let spelling = format!("{shell} -s");
+        if !cx.out[index].forms.contains(&spelling) {
+            cx.out[index].forms.push(spelling);
         }
     }
     for text in expand {
