@@ -8,9 +8,9 @@
 //! (`--recu` is `-r`; `--force-w` matches a rule's `--force-with-lease`),
 //! `--` is dropped, `git`'s global options before the subcommand (`-C dir`, `-c k=v`,
 //! `--no-pager`, `--git-dir=...`) are dropped, a `git push` refspec starting with `+`
-//! counts as `-f`, and path operands are made canonical (`//` and `/.` are `/`, `$HOME`,
-//! `${HOME}`, `${HOME:?}` and `~/` are `~`, `..` folds, `**` is `*`: see [`paths`]). A rule whose
-//! program is one of these is read the same way and matches a command when the program
+//! and `git push --mirror` count as `-f`, and path operands are made canonical (`//` and
+//! `/.` are `/`, `$HOME`, `${HOME}`, `${HOME:?}` and `~/` are `~`, `..` folds, `**` is
+//! `*`: see [`paths`]). A rule whose program is one of these is read the same way and matches a command when the program
 //! is the same, every option of the rule is among the command's, and its operands match: for `rm`, `chmod`, `chown` and `chgrp` each of
 //! the rule's operands must match a different operand of the command (in any order);
 //! for `git`, in order, with more allowed after them only for a `:*` rule. An operand
@@ -265,6 +265,15 @@ impl Argv {
             }
         }
         dry_run |= options[read..].iter().any(|o| o == "-n");
+        // `--mirror` (or an abbreviation, `--mir`) overwrites every ref on the remote, as a
+        // force push does.
+        let mirror = program_name == "git push"
+            && options
+                .iter()
+                .any(|o| o.len() > 4 && "--mirror".starts_with(o.as_str()));
+        if mirror {
+            options.push("-f".to_owned());
+        }
         if program_name == "git push" && operands.iter().skip(1).any(|o| o.starts_with('+')) {
             options.push("-f".to_owned());
             for operand in operands.iter_mut().skip(1) {

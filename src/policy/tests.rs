@@ -1379,6 +1379,8 @@ fn default_list_additions_refuse_and_their_neighbours_run() {
         "mkfs -t ext4 /dev/sdb1",
         "mke2fs -F /dev/vda2",
         "mkfs.ext4 -F \"$DEV\"",
+        "git push --mirror origin",
+        "git push --mir backup",
     ];
     let runs_here = [
         "sudoku --help",
@@ -1398,6 +1400,8 @@ fn default_list_additions_refuse_and_their_neighbours_run() {
         "echo --no-preserve-root",
         "dd if=/dev/zero of=disk.img bs=1M count=64 && mkfs.ext4 -F disk.img",
         "mkfs.vfat -C fat.img 1440",
+        "git push origin main",
+        "git push --mirror --dry-run origin",
     ];
     let mut wrong = Vec::new();
     for text in refused_here {
