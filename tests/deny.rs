@@ -702,3 +702,44 @@ fn a_glob_too_long_to_compile_is_refused_and_the_mount_lives_on() {
     assert!(printed.starts_with("refused\n"), "{printed}");
     assert!(printed.contains("140000 bytes"), "{printed}");
 }
+
+/// Values the text assigns and shells fed their script by another route, under the
+/// default list on a real mount: refused with the rule that names what they become,
+/// while their ordinary neighbours run. What would harm the machine if the list failed
+/// is only given to `check`.
+#[test]
+fn followed_values_and_fed_shells_are_refused_on_a_mount() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("settings.json");
+    succeeded(&run_binary(&[&"--init-settings", &path]));
+    let text = std::fs::read_to_string(&path).expect("read settings");
+    let mount = Mount::with(Options {
+        settings: &text,
+        ..Options::default()
+    });
+    for (name, command, rule) in [
+        ("v1", "x=sudo; $x -n true", "Bash(sudo:*)"),
+        ("v2", "echo true | bash -c bash", "Bash(bash -s)"),
+        ("v3", "echo true | sh -c 'exec sh'", "Bash(sh -s)"),
+        ("v4", "echo true | eval \"$(cat)\"", "Bash(sh -s)"),
+    ] {
+        let reason = refused(&mount, name, command);
+        assert!(reason.contains(rule), "{command}: {reason}");
+    }
+    for command in [
+        "x=/; rm -rf $x",
+        "rm -rf \"$UNSET_DIR/\"*",
+        "a=(/ x); rm -rf \"${a[@]}\"",
+    ] {
+        let out = run_binary(&[&"check", &"--settings", &path, &command]);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{command}: {printed}");
+    }
+    for (name, command) in [
+        ("n1", "x=/tmp; ls \"$x\" >/dev/null"),
+        ("n2", "echo hi | bash -c cat"),
+        ("n3", "d=$(mktemp -d); rm -rf \"${d:?}/\"*; rmdir \"$d\""),
+    ] {
+        assert_eq!(mount.run(name, command), "completed\n", "{command}");
+    }
+}
