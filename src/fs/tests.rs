@@ -1936,3 +1936,51 @@ fn a_feed_tells_every_change_made_between_two_reads() {
     );
     rig.tree.release(fh);
 }
+
+/// With the state directory made slow on purpose (a stand-in that holds a loud
+/// command's write to its files), `stat` of its files, a listing of its directory
+/// and its `result.json` answer at once, showing what is on disk so far.
+#[test]
+fn stat_and_ls_of_a_loud_command_never_wait_for_the_disk() {
+    let rig = Rig::new();
+    let dir = rig.run("loud", "yes");
+    let stdout = rig.found(dir, "stdout").expect("stdout").ino;
+    let output = rig.found(dir, "output").expect("output").ino;
+    let result = rig.found(dir, "result.json").expect("result.json").ino;
+    rig.fake.print("loud", b"first\n");
+    std::thread::scope(|scope| {
+        // Let go when this closure ends, even by a failed assertion, so the writer
+        // ends and the scope can join it.
+        let hold = crate::spool::stall::hold(rig._dir.path());
+        scope.spawn(|| rig.fake.print("loud", &[b'y'; 8192]));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while hold.waiting() == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the write never reached the disk"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let (done, answers) = crossbeam_channel::bounded(1);
+        let rig = &rig;
+        scope.spawn(move || {
+            let sizes = (
+                rig.tree.getattr(stdout, None).expect("stdout").size,
+                rig.tree.getattr(output, None).expect("output").size,
+            );
+            let listed = rig.ls(dir).len();
+            let shown = rig.cat(result).expect("result.json").expect("no wait");
+            let _ = done.send((sizes, listed, shown));
+        });
+        let answered = answers.recv_timeout(Duration::from_secs(30));
+        assert_eq!(hold.waiting(), 1, "the write still waits");
+        let (sizes, listed, shown) = answered.expect("stat waited for the disk");
+        assert_eq!(sizes, (6, 6), "bytes not yet on disk are not shown");
+        assert!(listed > 5, "{listed}");
+        let shown: serde_json::Value = serde_json::from_str(&shown).expect("JSON");
+        assert_eq!(shown["stdout"]["bytes"], 6);
+        drop(hold);
+    });
+    let stdout_size = rig.tree.getattr(stdout, None).expect("stdout").size;
+    assert_eq!(stdout_size, 6 + 8192);
+}
