@@ -48,7 +48,9 @@ fn a_panic_while_serving_one_request_fails_that_request_alone() {
     let logged = || mount.log().matches("serving a FUSE lookup request").count();
     assert!(wait_until(Duration::from_secs(10), || logged() >= 2));
     let log = mount.log();
+    // Its backtrace the first time; a line the second.
     assert_eq!(log.matches("panic on thread").count(), 2, "{log}");
+    assert_eq!(log.matches("(backtrace above)").count(), 1, "{log}");
     assert!(log.contains("a panic injected for a test"), "{log}");
     assert!(log.contains("terminalfs::fuse"), "no backtrace: {log}");
     assert!(log.contains("the mount and its commands go on"), "{log}");
