@@ -4,7 +4,9 @@
 //! symbolic link, are private, and hold no long payload whole; `--unmount` returns once
 //! the driver has exited and says whether anything was mounted.
 
-use crate::common::{is_mounted, parked_read, process_alive, wait_until, Mount, Options, BIN};
+#[cfg(target_os = "linux")]
+use crate::common::parked_read;
+use crate::common::{is_mounted, process_alive, wait_until, Mount, Options, BIN};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -82,6 +84,7 @@ fn a_panic_while_checking_a_text_refuses_that_text() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_panic_holding_the_tree_lock_stops_the_driver_and_answers_what_waits() {
     let mut mount = with_panic("locked:boom");
     let pid = start_ticking(&mount, "ticking");
@@ -134,6 +137,7 @@ fn a_panic_on_a_thread_of_the_driver_stops_it_with_a_failure() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_panic_on_the_waker_still_answers_every_parked_read() {
     let mut mount = with_panic("thread:waker");
     let pid = start_ticking(&mount, "ticking");
