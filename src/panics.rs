@@ -23,6 +23,12 @@ use std::sync::OnceLock;
 
 /// Set once a panic unwound through a [`Watched`] lock.
 static BROKEN: AtomicBool = AtomicBool::new(false);
+/// Where panics happened so far, so each place's backtrace is logged once.
+static SEEN: Mutex<std::collections::BTreeSet<(String, u32)>> =
+    Mutex::new(std::collections::BTreeSet::new());
+/// Places remembered at most; past them every panic's backtrace is logged.
+const MAX_SEEN: usize = 256;
+
 /// Why the driver must stop, once a panic has made it so (the first cause).
 static FATAL: OnceLock<String> = OnceLock::new();
 
@@ -49,10 +55,20 @@ pub fn install() {
         let place = info
             .location()
             .map_or(String::new(), |l| format!(" at {}:{}", l.file(), l.line()));
-        let report = format!(
-            "panic on thread {name}{place}: {message}\n{}",
-            std::backtrace::Backtrace::force_capture()
-        );
+        // A panic met again at the same place (the same text checked at each write)
+        // is said in one line: its backtrace was logged the first time.
+        let first = info.location().is_none_or(|l| {
+            let mut seen = SEEN.lock();
+            seen.len() >= MAX_SEEN || seen.insert((l.file().to_string(), l.line()))
+        });
+        let report = if first {
+            format!(
+                "panic on thread {name}{place}: {message}\n{}",
+                std::backtrace::Backtrace::force_capture()
+            )
+        } else {
+            format!("panic on thread {name}{place} again: {message} (backtrace above)")
+        };
         if GUARDED.with(Cell::get) > 0 {
             CAUGHT.with(|caught| *caught.borrow_mut() = Some(report));
         } else {

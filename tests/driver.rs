@@ -4,7 +4,9 @@
 //! symbolic link, are private, and hold no long payload whole; `--unmount` returns once
 //! the driver has exited and says whether anything was mounted.
 
-use crate::common::{is_mounted, parked_read, process_alive, wait_until, Mount, Options, BIN};
+#[cfg(target_os = "linux")]
+use crate::common::parked_read;
+use crate::common::{is_mounted, process_alive, wait_until, Mount, Options, BIN};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -48,7 +50,9 @@ fn a_panic_while_serving_one_request_fails_that_request_alone() {
     let logged = || mount.log().matches("serving a FUSE lookup request").count();
     assert!(wait_until(Duration::from_secs(10), || logged() >= 2));
     let log = mount.log();
+    // Its backtrace the first time; a line the second.
     assert_eq!(log.matches("panic on thread").count(), 2, "{log}");
+    assert_eq!(log.matches("(backtrace above)").count(), 1, "{log}");
     assert!(log.contains("a panic injected for a test"), "{log}");
     assert!(log.contains("terminalfs::fuse"), "no backtrace: {log}");
     assert!(log.contains("the mount and its commands go on"), "{log}");
@@ -80,6 +84,7 @@ fn a_panic_while_checking_a_text_refuses_that_text() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_panic_holding_the_tree_lock_stops_the_driver_and_answers_what_waits() {
     let mut mount = with_panic("locked:boom");
     let pid = start_ticking(&mount, "ticking");
@@ -132,6 +137,7 @@ fn a_panic_on_a_thread_of_the_driver_stops_it_with_a_failure() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_panic_on_the_waker_still_answers_every_parked_read() {
     let mut mount = with_panic("thread:waker");
     let pid = start_ticking(&mount, "ticking");

@@ -63,7 +63,7 @@ pub enum AppError {
     Background(String),
     /// The background driver stopped before it was ready without a word.
     BackgroundSilent { log_file: Option<PathBuf> },
-    /// The state directory cannot be used (the spool's sentence, naming it).
+    /// The state directory cannot be used.
     StateDir(crate::spool::SpoolError),
     /// The audit log cannot be opened.
     Audit(crate::policy::audit::AuditError),
