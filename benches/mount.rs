@@ -1,7 +1,7 @@
 //! Figures for a real mount: read throughput of a growing file against a plain file,
 //! how soon `follow` and `wait` see what happens, the cost of a small-file round trip,
 //! the pump's capture rate, how soon typed keys show on a terminal's screen, and what a
-//! terminal costs in memory. Run with `cargo bench`; it prints figures and ratios
+//! terminal costs in memory, and what the sandbox adds to a round trip. Run with `cargo bench`; it prints figures and ratios
 //! and asserts nothing about speed (a noisy machine would make that flaky).
 
 #[path = "../tests/common/mod.rs"]
@@ -82,6 +82,51 @@ fn wait_round_trip() {
         "write a command + read its wait: {:.2} ms median, {:.2} ms p99 (200 runs of `true`)",
         median(times.clone()),
         percentile(times, 0.99)
+    );
+}
+
+/// Median ms of 200 `true` round trips (write a command, read its `wait`).
+fn round_trip_ms(mount: &Mount, prefix: &str) -> f64 {
+    let mut times = Vec::new();
+    for i in 0..200 {
+        let started = Instant::now();
+        std::fs::write(mount.p(&format!("ctl/{prefix}{i}")), "true").unwrap();
+        let answer = mount.read(&format!("cmd/{prefix}{i}/wait"));
+        assert_eq!(answer, "completed\n");
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    median(times)
+}
+
+/// The sandbox's cost on a round trip: Landlock and seccomp alone (a working directory
+/// with nothing to cover), and with the mount namespace that covers `.git/hooks`, the
+/// settings and the mount lying below it (the test rig's layout), each against the
+/// same mount without a sandbox, interleaved so load hits all alike.
+fn sandbox_round_trip() {
+    let plain = Mount::start();
+    let bare = tempfile::tempdir().unwrap();
+    let bare_dir = bare.path().to_str().unwrap().to_owned();
+    let landlock = Mount::with(common::Options {
+        args: vec!["--cwd", &bare_dir],
+        settings: r#"{"sandbox": {"enabled": true}}"#,
+    });
+    let covered = Mount::with(common::Options {
+        settings: r#"{"sandbox": {"enabled": true}}"#,
+        ..Default::default()
+    });
+    std::fs::create_dir_all(covered.dir.path().join(".git/hooks")).unwrap();
+    let mut figures = [Vec::new(), Vec::new(), Vec::new()];
+    for round in 0..3 {
+        for (index, mount) in [&plain, &landlock, &covered].into_iter().enumerate() {
+            figures[index].push(round_trip_ms(mount, &format!("r{round}-")));
+        }
+    }
+    let [base, landlock, covered] = figures.map(median);
+    println!(
+        "round trip of `true`: {base:.2} ms bare; sandboxed by Landlock + seccomp {landlock:.2} ms \
+         (ratio {:.2}); with a mount namespace covering paths {covered:.2} ms (ratio {:.2})",
+        landlock / base,
+        covered / base
     );
 }
 
@@ -335,6 +380,7 @@ fn main() {
         ("follow", follow_latency),
         ("wait", wait_round_trip),
         ("small", small_file_ops),
+        ("sandbox", sandbox_round_trip),
         ("capture", capture_rate),
         ("starting", stat_while_starting),
         ("keys", keys_round_trip),

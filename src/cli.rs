@@ -79,7 +79,8 @@ fn spool_size(text: &str) -> Result<u64, ValueError> {
 }
 
 /// A FUSE filesystem that runs shell commands: write a command into ctl/<name>, and
-/// cmd/<name>/ shows it running. It runs what is written as you; it is not a sandbox.
+/// cmd/<name>/ shows it running. It runs what is written as you, in a kernel sandbox
+/// only when --sandbox or the settings say so.
 #[derive(Debug, Parser)]
 #[command(name = "terminalfs", version, about, long_about = None, after_help = UNITS)]
 pub struct Cli {
@@ -158,6 +159,11 @@ pub struct Cli {
     /// Run only commands whose every simple command matches an allow rule
     #[arg(long)]
     pub(crate) allowlist: bool,
+
+    /// Run every command in the kernel sandbox the settings' "sandbox" section describes,
+    /// even where it does not say "enabled" (see docs/sandbox.md)
+    #[arg(long)]
+    pub sandbox: bool,
 
     /// The audit log of every decision (created 0600; a symbolic link is refused)
     /// [default: $XDG_STATE_HOME/terminalfs/audit.jsonl, else

@@ -22,6 +22,7 @@ pub struct Config {
     pub(crate) timeout: Option<Duration>,
     pub(crate) kill_grace: Duration,
     pub(crate) allowlist: bool,
+    pub(crate) sandbox: bool,
     pub(crate) daemon: bool,
     /// Log every failed file operation (`--verbose` or `TERMINALFS_LOG=debug`).
     pub(crate) verbose: bool,
@@ -110,6 +111,7 @@ impl Config {
             timeout: cli.timeout,
             kill_grace: cli.kill_grace,
             allowlist: cli.allowlist,
+            sandbox: cli.sandbox,
             daemon: cli.daemon,
             verbose: cli.verbose || crate::log::verbose_from_env(),
             pid_file: cli.pid_file.as_deref().map(absolute),

@@ -13,6 +13,7 @@ pub(crate) mod owned;
 pub(crate) mod panics;
 pub(crate) mod paths;
 pub(crate) mod policy;
+pub(crate) mod sandbox;
 pub(crate) mod selftest;
 pub(crate) mod spool;
 pub(crate) mod supervisor;
@@ -30,6 +31,8 @@ pub use policy::rules::normalize;
 pub use policy::splitter::{split, Split};
 /// The deny list: the settings file and the check (`terminalfs check`, `benches/policy.rs`).
 pub use policy::{default_settings_json, default_settings_path, home_dir, init_settings, Policy};
+/// The sandbox's settings beyond the settings file, and how a text would run in it.
+pub use sandbox::{choice_text as sandbox_choice_text, Context as SandboxContext};
 /// `terminalfs selftest`.
 pub use selftest::{run_all as selftest, Tally};
 /// The tag in the names of a mount's cgroups, for tools and tests that look for them.

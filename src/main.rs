@@ -22,7 +22,12 @@ fn main() {
     }) = &cli.command
     {
         std::process::exit(
-            match check(settings.as_deref(), *allowlist, cwd.as_deref(), text) {
+            match check(
+                settings.as_deref(),
+                (*allowlist, cli.sandbox),
+                cwd.as_deref(),
+                text,
+            ) {
                 Ok(allowed) => i32::from(!allowed),
                 Err(message) => {
                     report(&message);
@@ -125,14 +130,20 @@ fn run(cli: &Cli) -> Result<Done, Failure> {
 /// Commands start in `cwd` (else the current directory), as in a mount's `--cwd`.
 fn check(
     settings: Option<&Path>,
-    allowlist: bool,
+    (allowlist, sandbox): (bool, bool),
     cwd: Option<&Path>,
     text: &str,
 ) -> Result<bool, Failure> {
     let path =
         absolute(&settings.map_or_else(terminalfs::default_settings_path, Path::to_path_buf));
+    let cwd = working_dir(cwd)?;
     let policy = Policy::load(&path, allowlist)?
-        .with_start_dir(&working_dir(cwd)?, Some(&terminalfs::home_dir()));
+        .with_start_dir(&cwd, Some(&terminalfs::home_dir()))
+        .with_sandbox(terminalfs::SandboxContext {
+            forced: sandbox,
+            home: terminalfs::home_dir(),
+            ..Default::default()
+        });
     let text = if text == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -144,6 +155,14 @@ fn check(
     };
     let explained = policy.explain(&text);
     print_bytes(explained.report().as_bytes())?;
+    if explained.verdict.is_allowed() {
+        let mut lines = vec![format!(
+            "sandbox for this text: {}",
+            terminalfs::sandbox_choice_text(&policy, explained.directives.sandbox)
+        )];
+        lines.extend(policy.sandbox_lines());
+        print_bytes(format!("{}\n", lines.join("\n")).as_bytes())?;
+    }
     Ok(explained.verdict.is_allowed())
 }
 

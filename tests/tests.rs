@@ -19,6 +19,7 @@ mod packaging;
 mod processes;
 mod reading;
 mod refusals;
+mod sandbox;
 mod selftest;
 mod spool;
 mod supervision;

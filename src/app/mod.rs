@@ -685,7 +685,18 @@ pub fn run(config: Config) -> Result<(), AppError> {
     let policy = Arc::new(
         Policy::load(&config.settings, config.allowlist)
             .map_err(AppError::Settings)?
-            .with_start_dir(&config.cwd, Some(&crate::policy::home_dir())),
+            .with_start_dir(&config.cwd, Some(&crate::policy::home_dir()))
+            .with_sandbox(crate::sandbox::Context {
+                forced: config.sandbox,
+                protected: [&config.state_dir, &config.audit_log]
+                    .into_iter()
+                    .chain(config.log_file.as_ref())
+                    .cloned()
+                    .collect(),
+                mount: Some(config.path.clone()),
+                home: crate::policy::home_dir(),
+                ..Default::default()
+            }),
     );
     if !config.cwd.is_dir() {
         return Err(AppError::CwdNotADirectory {
@@ -699,6 +710,8 @@ pub fn run(config: Config) -> Result<(), AppError> {
     };
     crate::panics::install();
     let result = serve(&config, policy, &mut ready_pipe, pid_file);
+    // The commands' TMPDIRs go with the mount.
+    crate::sandbox::remove_temp_dirs();
     if let (Err(message), Some(pipe)) = (&result, ready_pipe.as_mut()) {
         let _ = writeln!(pipe, "{message}");
     }

@@ -606,6 +606,7 @@ impl Tree {
                 Input::Pipe => Stdin::Pipe,
                 Input::Terminal(size) => Stdin::Terminal(size),
             },
+            sandbox: self.policy.sandbox_mode(directives.sandbox),
         };
         let keep = directives.keep.unwrap_or(self.config.keep);
         let script = shell_input.then(Default::default);

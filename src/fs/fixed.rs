@@ -76,6 +76,7 @@ impl Tree {
             settings: self.policy.path(),
             rules: self.policy.rule_count(),
             ignored: self.policy.rules().ignored.clone(),
+            sandbox: self.policy.sandbox_lines(),
             commands: state.cmd.len(),
             wait_timeout: self.config.wait_timeout,
             keep: self.config.keep,

@@ -19,6 +19,8 @@ pub struct Site<'a> {
     pub rules: usize,
     /// Settings entries that make no rule (`deny: Read(./.env)`, `deny: sudo`).
     pub ignored: Vec<String>,
+    /// What the sandbox does, in lines (see [`crate::sandbox::describe`]).
+    pub sandbox: Vec<String>,
     pub commands: usize,
     pub wait_timeout: Duration,
     pub keep: Duration,
@@ -155,7 +157,8 @@ pub fn root_index(site: &Site) -> String {
          command asks for it. A driver restarted from another directory without `--cwd` \
          changes what relative paths mean.\n\
          {count} command(s) exist now; {rules} rule(s) from `{settings}` refuse commands.\n\
-         This is not a sandbox: anything the rules do not refuse runs with your rights.\n\n\
+         The rules are not a sandbox: what they do not refuse runs with your rights, \
+         bounded only by the kernel sandbox when the Sandbox section below says it is on.\n\n\
          ## Layout\n\n\
          - `ctl/<name>`: write a command here to run it as `<name>` (see `ctl/index.md`, \
            which also lists drafts and the last refusals with their reasons).\n\
@@ -180,6 +183,10 @@ pub fn root_index(site: &Site) -> String {
         rules = site.rules,
         settings = site.settings.display(),
     ));
+    page.push_str("\n## Sandbox\n\n");
+    for line in &site.sandbox {
+        page.push_str(&format!("- {line}\n"));
+    }
     if !site.ignored.is_empty() {
         page.push_str(
             "\n## Ignored settings entries\n\n\
@@ -612,6 +619,20 @@ pub fn skill(site: &Site) -> String {
          `#terminalfs` line is wrong (then `cmd/<name>/reason` says which). Every refusal, \
          with its reason, is listed under \"Refused lately\" in `{m}/ctl/index.md` and is a \
          line of the driver's log.\n\n\
+         ## In a sandbox\n\n\
+         When `{m}/index.md` says `sandbox: on`, every command runs in a kernel sandbox: \
+         it reads anywhere except the paths listed as unreadable; it writes only below \
+         its working directory, its own `$TMPDIR` (private, kept until the command is \
+         removed), the `allowWrite` paths, its stdout, stderr and terminal, `/dev/null` \
+         and `/dev/shm`; never `.git/hooks`, shell startup files, `~/.ssh`, the settings \
+         or this mount. With no allowed domains it has no network at all; with some, \
+         HTTP and HTTPS to those names go through a proxy set in `http_proxy`. A refusal \
+         is the program's own error: \"Permission denied\" or \"Read-only file \
+         system\" for a write, \"Permission denied\" or a failed connect for a \
+         socket, an HTTP 403 from the proxy whose body names the host. \
+         `cmd/<name>/result.json` says under `sandbox` what was writable, and counts \
+         `connections_refused`. Work inside the working directory or `$TMPDIR`; do not \
+         try to get around the sandbox: ask the user to change the settings.\n\n\
          ## Rules of thumb\n\n\
          - A name is 1–64 characters of `A-Z a-z 0-9 _ . -` and runs once; pick a new name \
          for each run.\n\
@@ -679,6 +700,7 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,
         "memory_limit": snapshot.memory_limit,
+        "sandbox": snapshot.sandbox,
         "terminal": snapshot.terminal.map(|(size, (row, col))| json!({
             "cols": size.cols,
             "rows": size.rows,
@@ -703,6 +725,7 @@ mod tests {
             settings: Path::new("/etc/s.json"),
             rules: 3,
             ignored: vec!["deny: sudo".to_owned()],
+            sandbox: vec!["sandbox: off".to_owned()],
             commands: 2,
             wait_timeout: Duration::from_secs(25),
             keep: Duration::from_secs(60),

@@ -48,6 +48,8 @@ pub struct Directives {
     pub input: Input,
     /// Where it starts: as written until [`resolve_cwd`] makes it the directory meant.
     pub cwd: Option<PathBuf>,
+    /// How it asks to run with respect to the sandbox (`sandbox=off`).
+    pub sandbox: crate::sandbox::Choice,
 }
 
 /// Reads the `#terminalfs` lines at the top of a command.
@@ -217,10 +219,12 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
             directives.input =
                 Input::Terminal(TerminalSize::parse(value).map_err(|e| bad(e.to_string()))?)
         }
+        "sandbox" if value == "off" => directives.sandbox = crate::sandbox::Choice::Off,
+        "sandbox" => return Err(bad("the only value is 'off'".to_owned())),
         _ => {
             return Err(format!(
                 "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \
-                 keep, cwd, tty=COLSxROWS; words: stdin, tty)"
+                 keep, cwd, tty=COLSxROWS, sandbox=off; words: stdin, tty)"
             ))
         }
     }

@@ -185,6 +185,8 @@ pub struct Policy {
     /// The home directory (absolute, not `/`), when known: a directory in it is also
     /// spelled from `~`, and `~` as it.
     home: Option<String>,
+    /// What the sandbox needs beyond the settings (`--sandbox`, the driver's paths).
+    sandbox: Arc<crate::sandbox::Context>,
     /// The rules in force. A check clones the `Arc` and lets go at once; a reload swaps it.
     rules: RwLock<Arc<RuleSet>>,
     /// What the file looked like at the last look. Held for a whole reload (stat, read,
@@ -247,12 +249,18 @@ impl Policy {
         let meta = fs::metadata(&path).map_err(|e| io("read settings file", &path, e))?;
         let bytes = fs::read(&path).map_err(|e| io("read settings file", &path, e))?;
         let rules = parse_bytes(&path, &bytes)?;
+        let path_for_sandbox = path.clone();
         let (stop_sender, stop_receiver) = crossbeam_channel::bounded(0);
         Ok(Policy {
             path,
             allowlist,
             start_dir: None,
             home: None,
+            sandbox: Arc::new(crate::sandbox::Context {
+                settings: path_for_sandbox,
+                home: home_dir(),
+                ..Default::default()
+            }),
             rules: RwLock::new(Arc::new(rules)),
             seen: Mutex::new(Seen {
                 stamp: Some(Stamp::of(&meta)),
@@ -276,6 +284,38 @@ impl Policy {
         self
     }
 
+    /// Sandboxes commands as `context` says, besides the settings' `sandbox` section
+    /// (the settings file in it is this policy's own).
+    pub fn with_sandbox(mut self, mut context: crate::sandbox::Context) -> Policy {
+        context.settings = self.path.clone();
+        self.sandbox = Arc::new(context);
+        self.refresh_sandbox();
+        self
+    }
+
+    /// Whether commands run in the sandbox now (a text may still be let out, see
+    /// [`Policy::sandbox_mode`]).
+    pub fn sandbox_enabled(&self) -> bool {
+        self.sandbox.enabled(&self.rules().sandbox)
+    }
+
+    /// How a command decided with `choice` runs, by the settings in force now.
+    pub fn sandbox_mode(&self, choice: crate::sandbox::Choice) -> crate::sandbox::Mode {
+        crate::sandbox::Mode::of(&self.rules().sandbox, &self.sandbox, choice)
+    }
+
+    /// What the sandbox does for commands, in lines, as found at the last look
+    /// ([`Policy::refresh_sandbox`]); read under the tree's lock, so no disk is touched.
+    pub fn sandbox_lines(&self) -> Vec<String> {
+        self.sandbox.shown.lock().clone()
+    }
+
+    /// Looks again at the paths the sandbox names, for [`Policy::sandbox_lines`].
+    pub fn refresh_sandbox(&self) {
+        let cwd = self.start_dir.as_deref().unwrap_or("/");
+        self.sandbox.refresh(&self.rules().sandbox, Path::new(cwd));
+    }
+
     /// The settings file (absolute).
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -289,9 +329,11 @@ impl Policy {
     /// Warnings about the entries of the settings file in force (said at start; a reload
     /// says them in its line).
     pub(crate) fn warnings(&self) -> Vec<String> {
-        self.rules()
+        let rules = self.rules();
+        rules
             .warnings
             .iter()
+            .chain(&rules.sandbox.warnings)
             .map(|w| format!("settings file {}: {w}", self.path.display()))
             .collect()
     }
@@ -374,7 +416,7 @@ impl Policy {
             return refused(reason.to_owned());
         }
         let text = String::from_utf8_lossy(text);
-        let directives = match self.directives(&text) {
+        let mut directives = match self.directives(&text) {
             Ok(directives) => directives,
             Err(reason) => return refused(format!("refused: {reason}")),
         };
@@ -395,6 +437,21 @@ impl Policy {
                 refusal(shell_on_terminal_reason(why))
             }
             _ => self.decide(&text, &split, &judged, start_dir.as_deref()),
+        };
+        let verdict = match verdict {
+            Verdict::Allow => match crate::sandbox::review(
+                &self.rules().sandbox,
+                &self.sandbox,
+                directives.sandbox == crate::sandbox::Choice::Off,
+                &split.commands,
+            ) {
+                Ok(choice) => {
+                    directives.sandbox = choice;
+                    Verdict::Allow
+                }
+                Err(reason) => refusal(reason),
+            },
+            denied => denied,
         };
         Explained {
             verdict,
@@ -657,7 +714,7 @@ impl Policy {
                     "settings reloaded from {}: {count} rules",
                     self.path.display()
                 );
-                for warning in &rules.warnings {
+                for warning in rules.warnings.iter().chain(&rules.sandbox.warnings) {
                     line.push_str(&format!("; warning: {warning}"));
                 }
                 *self.rules.write() = Arc::new(rules);
@@ -692,6 +749,7 @@ impl Policy {
                 if let Some(line) = policy.reload_if_changed() {
                     log(&line);
                 }
+                policy.refresh_sandbox();
             })
             .expect("the OS has room for one more thread at startup")
     }

@@ -75,6 +75,8 @@ pub struct RuleSet {
     /// Warnings about ignored entries that name no tool at all (`"sudo"` where
     /// `"Bash(sudo:*)"` was meant): said at start and on every reload.
     pub warnings: Vec<String>,
+    /// The `sandbox` section, with what `Edit`, `Read` and `WebFetch` rules add to it.
+    pub sandbox: std::sync::Arc<crate::sandbox::Section>,
 }
 
 impl RuleSet {
@@ -94,7 +96,11 @@ impl RuleSet {
             ));
         };
         let Some(permissions) = top.get("permissions") else {
-            return Ok(RuleSet::default());
+            let sandbox = crate::sandbox::Section::parse(top.get("sandbox"), &[])?;
+            return Ok(RuleSet {
+                sandbox: sandbox.into(),
+                ..RuleSet::default()
+            });
         };
         let Value::Object(permissions) = permissions else {
             return Err(format!(
@@ -112,6 +118,7 @@ impl RuleSet {
                 _ => rules.allow = list,
             }
         }
+        rules.sandbox = crate::sandbox::Section::parse(top.get("sandbox"), &rules.ignored)?.into();
         Ok(rules)
     }
 }

@@ -153,6 +153,8 @@ pub struct SpawnRequest {
     pub stdin: Stdin,
     /// Where it starts, when its `cwd=` says (else `--cwd`).
     pub cwd: Option<PathBuf>,
+    /// Whether and how it runs in the sandbox.
+    pub sandbox: crate::sandbox::Mode,
 }
 
 /// The descriptors a command's standard streams are made of.
@@ -565,12 +567,43 @@ impl Supervisor {
         };
         let cwd = request.cwd.as_ref().unwrap_or(&self.config.cwd);
         let what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
+        let sandbox = request.sandbox.prepare(
+            &request.name,
+            cwd,
+            stderr_file.as_ref().map(|file| file.as_raw_fd()),
+        )?;
         let mut env = vec![("TERMINALFS_NAME", OsStr::new(&request.name))];
         if terminal {
             env.push(("TERM", OsStr::new(terminal::pty::TERM)));
         }
+        env.extend(
+            sandbox
+                .env
+                .iter()
+                .map(|(key, value)| (*key, value.as_os_str())),
+        );
+        // On macOS the sandbox is Seatbelt's: the shell runs under `sandbox-exec`.
+        #[cfg(target_os = "macos")]
+        let wrapped: Vec<&OsStr>;
+        #[cfg(target_os = "macos")]
+        let (shell, args) = match &sandbox.profile {
+            Some(profile) => {
+                wrapped = [
+                    OsStr::new("-p"),
+                    OsStr::new(profile),
+                    self.config.shell.as_os_str(),
+                ]
+                .into_iter()
+                .chain(args.iter().copied())
+                .collect();
+                (std::path::Path::new(crate::sandbox::SANDBOX_EXEC), wrapped)
+            }
+            None => (self.config.shell.as_path(), args),
+        };
+        #[cfg(not(target_os = "macos"))]
+        let shell = self.config.shell.as_path();
         let mut prepared = Prepared::new(
-            &self.config.shell,
+            shell,
             &args,
             cwd,
             self.environment
@@ -591,6 +624,13 @@ impl Supervisor {
         prepared.rlimit = rlimit;
         prepared.script = script.as_ref().map(|fd| fd.as_raw_fd());
         prepared.stderr_open = stderr_file.as_ref().map(|file| file.as_raw_fd());
+        #[cfg(target_os = "linux")]
+        {
+            prepared.sandbox = sandbox.child;
+        }
+        if let Some(report) = sandbox.report {
+            job.set_sandbox(report);
+        }
         let capture = Arc::new(Capture::new(job.clone(), stdout_read));
         self.registry.insert(capture.clone());
         self.pump
@@ -774,6 +814,7 @@ mod tests {
                     memory: None,
                     stdin: Stdin::Closed,
                     cwd: None,
+                    sandbox: Default::default(),
                 })
             })
             .collect();
@@ -815,6 +856,7 @@ mod tests {
                             memory: None,
                             stdin: Stdin::Closed,
                             cwd: None,
+                            sandbox: Default::default(),
                         });
                         jobs_sender.send(job).expect("the test collects jobs");
                         started.fetch_add(1, Ordering::SeqCst);

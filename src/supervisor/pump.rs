@@ -422,6 +422,9 @@ fn run(
                             Stage::Cgroup => format!(
                                 "terminalfs: cannot place the command in its cgroup: {error}\n"
                             ),
+                            Stage::Sandbox => {
+                                format!("terminalfs: cannot apply the sandbox: {error}\n")
+                            }
                             Stage::Orphaned => {
                                 "terminalfs: not started: the driver was going away\n".to_string()
                             }

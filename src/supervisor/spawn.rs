@@ -183,6 +183,7 @@ pub enum Stage {
     Cwd = 4,
     Descriptors = 5,
     Exec = 6,
+    Sandbox = 7,
 }
 
 impl Stage {
@@ -194,6 +195,7 @@ impl Stage {
             4 => Stage::Cwd,
             5 => Stage::Descriptors,
             6 => Stage::Exec,
+            7 => Stage::Sandbox,
             _ => return None,
         })
     }
@@ -243,6 +245,9 @@ pub struct Prepared {
     /// driver to stop the commands (see `watcher`), nor for the shells it forks, which
     /// it stops then with all they started.
     pub death_signal: libc::c_int,
+    /// The sandbox the child applies last before its exec.
+    #[cfg(target_os = "linux")]
+    pub sandbox: Option<crate::sandbox::linux::Child>,
 }
 
 /// Which signal dispositions a child resets before its exec.
@@ -355,6 +360,8 @@ impl Prepared {
             adopt: false,
             resets: Resets::Every,
             death_signal: libc::SIGKILL,
+            #[cfg(target_os = "linux")]
+            sandbox: None,
         }
     }
 
@@ -564,6 +571,11 @@ impl Prepared {
                 libc::c_uint::MAX,
                 libc::CLOSE_RANGE_CLOEXEC,
             );
+            if let Some(sandbox) = &self.sandbox {
+                if let Err(errno) = sandbox.apply() {
+                    self.fail_with(Stage::Sandbox, errno);
+                }
+            }
         }
         libc::execve(self.program.as_ptr(), argv.as_ptr(), envp.as_ptr());
         self.fail(Stage::Exec)

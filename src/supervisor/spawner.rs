@@ -151,6 +151,13 @@ impl Reader<'_> {
         }
     }
 
+    fn bytes(&mut self) -> Option<&[u8]> {
+        let len = self.u32()? as usize;
+        let (head, rest) = self.bytes.split_at_checked(len)?;
+        self.bytes = rest;
+        Some(head)
+    }
+
     fn list(&mut self) -> Option<Vec<CString>> {
         let count = self.u32()? as usize;
         (0..count).map(|_| self.c_string()).collect()
@@ -188,6 +195,14 @@ fn encode(prepared: &Prepared) -> (Vec<u8>, Vec<RawFd>) {
         out.push(fd.is_some() as u8);
         fds.extend(fd);
     }
+    // The sandbox last: its bytes, and its ruleset after the other descriptors.
+    #[cfg(target_os = "linux")]
+    if let Some(sandbox) = &prepared.sandbox {
+        let (bytes, ruleset) = sandbox.encode();
+        out.push(1);
+        put(&mut out, &bytes);
+        fds.push(ruleset);
+    }
     (out, fds)
 }
 
@@ -210,6 +225,14 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     let script = if present[1] { Some(fds.next()?) } else { None };
     let cgroup_dir = if present[2] { Some(fds.next()?) } else { None };
     let stderr_open = if present[3] { Some(fds.next()?) } else { None };
+    #[cfg(target_os = "linux")]
+    let sandbox = match reader.byte() {
+        Some(1) => Some(crate::sandbox::linux::Child::decode(
+            reader.bytes()?,
+            fds.next()?,
+        )?),
+        _ => None,
+    };
     let mut prepared = Prepared::from_parts(
         program,
         args,
@@ -226,6 +249,10 @@ fn decode(bytes: &[u8], fds: Vec<OwnedFd>) -> Option<(Prepared, Vec<OwnedFd>)> {
     prepared.script = script.as_ref().map(AsRawFd::as_raw_fd);
     prepared.cgroup_dir = cgroup_dir;
     prepared.stderr_open = stderr_open.as_ref().map(AsRawFd::as_raw_fd);
+    #[cfg(target_os = "linux")]
+    {
+        prepared.sandbox = sandbox;
+    }
     let keep = [
         Some(stdout),
         Some(stderr_pipe),

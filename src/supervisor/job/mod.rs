@@ -58,6 +58,8 @@ pub struct JobSnapshot {
     /// The driver stopped before its output ended: the last bytes may be missing, and
     /// each file says so where its stored part ends.
     pub output_cut_short: bool,
+    /// How it is sandboxed, when a sandbox is configured.
+    pub sandbox: Option<Value>,
 }
 
 struct State {
@@ -128,6 +130,8 @@ pub struct Job {
     input: Option<Input>,
     /// For a command on a terminal that an earlier driver ran: its last screen.
     kept_screen: Option<KeptScreen>,
+    /// How it is sandboxed; it also holds its `TMPDIR` and proxy while it is kept.
+    sandbox: Mutex<Option<crate::sandbox::Report>>,
 }
 
 impl Job {
@@ -162,6 +166,7 @@ impl Job {
             memory,
             input,
             kept_screen: None,
+            sandbox: Mutex::new(None),
             state: Watched::new(State {
                 life: Life::Starting,
                 // The pipes exist from the start; the pump counts them closed.
@@ -626,7 +631,17 @@ impl Job {
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
             output_cut_short: shown.cut_short,
+            sandbox: self
+                .sandbox
+                .lock()
+                .as_ref()
+                .map(crate::sandbox::Report::json),
         }
+    }
+
+    /// Keeps how it is sandboxed (and with it its `TMPDIR` and proxy).
+    pub fn set_sandbox(&self, report: crate::sandbox::Report) {
+        *self.sandbox.lock() = Some(report);
     }
 
     /// What a file of `stream` can show now.

@@ -163,6 +163,7 @@ impl Job {
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             kept_screen,
+            sandbox: parking_lot::Mutex::new(None),
             state: Watched::new(State {
                 life: Life::Done(Done {
                     pid: meta["pid"].as_i64().map(|p| p as i32),
