@@ -445,4 +445,12 @@ mod tests {
             assert!(err.contains(needle), "{text}: {err}");
         }
     }
+
+    #[test]
+    fn sandbox_off_is_the_only_sandbox_value() {
+        let d = parse_directives("#terminalfs sandbox=off\nmake").expect("valid");
+        assert_eq!(d.sandbox, crate::sandbox::Choice::Off);
+        let err = parse_directives("#terminalfs sandbox=on\nmake").unwrap_err();
+        assert!(err.contains("sandbox=on") && err.contains("'off'"), "{err}");
+    }
 }

@@ -628,3 +628,109 @@ pub fn describe(section: &Section, context: &Context, cwd: &Path) -> Vec<String>
     }
     lines
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(json: &str) -> Section {
+        Section::parse(Some(&serde_json::from_str(json).unwrap()), &[]).unwrap()
+    }
+
+    fn commands(text: &str) -> Vec<crate::policy::SimpleCommand> {
+        crate::policy::splitter::split(text).commands
+    }
+
+    #[test]
+    fn paths_are_read_as_claude_code_reads_them() {
+        let context = Context {
+            settings: PathBuf::from("/etc/tfs/settings.json"),
+            home: PathBuf::from("/home/u"),
+            ..Context::default()
+        };
+        let cwd = Path::new("/work/p");
+        for (spelled, meant) in [
+            ("//tmp/build", "/tmp/build"),
+            ("~/.cache/pip", "/home/u/.cache/pip"),
+            ("~", "/home/u"),
+            ("/cache", "/etc/tfs/cache"),
+            ("./out", "/work/p/out"),
+            ("out/x", "/work/p/out/x"),
+        ] {
+            assert_eq!(
+                resolve(spelled, cwd, &context),
+                PathBuf::from(meant),
+                "{spelled}"
+            );
+        }
+    }
+
+    #[test]
+    fn off_needs_the_setting_and_every_command_must_be_excluded() {
+        let context = Context::default();
+        let strict = section(r#"{"enabled": true, "excludedCommands": ["docker"]}"#);
+        let reason = review(&strict, &context, true, &commands("make")).unwrap_err();
+        assert!(reason.contains("allowUnsandboxedCommands"), "{reason}");
+        let loose = section(r#"{"enabled": true, "allowUnsandboxedCommands": true}"#);
+        assert_eq!(
+            review(&loose, &context, true, &commands("make")),
+            Ok(Choice::Off)
+        );
+        for (text, excluded) in [
+            ("docker ps", true),
+            ("docker", true),
+            ("docker ps && docker images", true),
+            ("docker ps; rm -rf x", false),
+            ("dockerd", false),
+            ("make", false),
+        ] {
+            let choice = review(&strict, &context, false, &commands(text));
+            assert_eq!(
+                choice == Ok(Choice::Excluded),
+                excluded,
+                "{text}: {choice:?}"
+            );
+        }
+        // Nothing applies while the sandbox is off.
+        let off = section(r#"{"enabled": false}"#);
+        assert_eq!(
+            review(&off, &context, true, &commands("make")),
+            Ok(Choice::Inside)
+        );
+        let forced = Context {
+            forced: true,
+            ..Context::default()
+        };
+        assert!(review(&off, &forced, true, &commands("make")).is_err());
+    }
+
+    #[test]
+    fn a_plan_covers_what_lies_inside_writable_roots_and_says_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("p");
+        std::fs::create_dir_all(cwd.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(cwd.join("keep")).unwrap();
+        let context = Context {
+            settings: cwd.join("settings.json"),
+            home: dir.path().join("home"),
+            mount: Some(cwd.join("mnt")),
+            ..Context::default()
+        };
+        std::fs::write(&context.settings, "{}").unwrap();
+        let section = section(
+            r#"{"enabled": true, "filesystem": {"denyWrite": ["./keep", "./gone"],
+                "denyRead": ["./keep"], "allowWrite": ["./nowhere"]}}"#,
+        );
+        let plan = plan(&section, &context, &cwd, None);
+        let cwd = std::fs::canonicalize(&cwd).unwrap();
+        assert_eq!(plan.writable[0], cwd);
+        for path in [".git/hooks", "keep", "settings.json"] {
+            assert!(plan.read_only.contains(&cwd.join(path)), "{path}: {plan:?}");
+        }
+        assert_eq!(plan.mount, Some(cwd.join("mnt")));
+        assert_eq!(plan.hidden, [cwd.join("keep")]);
+        assert!(plan.not_in_force.iter().any(|p| p.ends_with("gone")));
+        assert!(plan.not_in_force.iter().any(|p| p.ends_with("nowhere")));
+        assert!(plan.needs_mounts());
+    }
+}
