@@ -151,6 +151,8 @@ impl Reader<'_> {
         }
     }
 
+    /// Length-prefixed bytes (the sandbox's, Linux only).
+    #[cfg(target_os = "linux")]
     fn bytes(&mut self) -> Option<&[u8]> {
         let len = self.u32()? as usize;
         let (head, rest) = self.bytes.split_at_checked(len)?;
