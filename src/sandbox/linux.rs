@@ -203,7 +203,7 @@ fn build_for(
     }
     let ruleset: Option<OwnedFd> = created.into();
     let ruleset = ruleset.ok_or("the kernel gave no Landlock ruleset")?;
-    let filter = socket_filter(plan.allow_all_unix_sockets)?;
+    let filter = socket_filter(plan.allow_all_unix_sockets)?.to_vec();
     let maps = (plan.needs_mounts() && uid != 0).then(|| {
         (
             CString::new(format!("{uid} {uid} 1")).expect("digits"),
@@ -254,9 +254,20 @@ fn kept_flags(path: &Path) -> Result<libc::c_ulong, String> {
             | libc::MS_RELATIME))
 }
 
+/// The seccomp program for sockets (see [`compile_socket_filter`]), compiled once for
+/// each of its two forms.
+fn socket_filter(unix: bool) -> Result<&'static [libc::sock_filter], String> {
+    type Compiled = std::sync::OnceLock<Result<Vec<libc::sock_filter>, String>>;
+    static FORMS: [Compiled; 2] = [Compiled::new(), Compiled::new()];
+    FORMS[usize::from(unix)]
+        .get_or_init(|| compile_socket_filter(unix))
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
 /// The seccomp program: `socket` for UDP, raw and packet sockets, and for Unix sockets
 /// unless `unix` allows them, fails with EACCES; so does `io_uring_setup`.
-fn socket_filter(unix: bool) -> Result<Vec<libc::sock_filter>, String> {
+fn compile_socket_filter(unix: bool) -> Result<Vec<libc::sock_filter>, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
         SeccompFilter, SeccompRule,
