@@ -203,11 +203,18 @@ fn no_connection_leaves_a_command_without_allowed_domains() {
              python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\
                .sendto(b\"x\", (\"127.0.0.1\", {udp_port}))' || echo udp-failed\n\
              python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect(\"/run/x\")' \
-               || echo unix-failed\n"
+               || echo unix-failed\n\
+             {LISTEN} || echo bind-failed\n"
         ),
     );
     let stdout = mount.read("cmd/n/stdout");
-    for failed in ["curl-failed", "tcp-failed", "udp-failed", "unix-failed"] {
+    for failed in [
+        "curl-failed",
+        "tcp-failed",
+        "udp-failed",
+        "unix-failed",
+        "bind-failed",
+    ] {
         assert!(stdout.contains(failed), "{failed}: {stdout}");
     }
     assert!(
@@ -224,6 +231,26 @@ fn no_connection_leaves_a_command_without_allowed_domains() {
         stderr.contains("Permission denied") || stderr.contains("Couldn't connect"),
         "{stderr}"
     );
+}
+
+/// A program that listens on a loopback port and says so.
+const LISTEN: &str = "python3 -c 'import socket; s = socket.socket(); \
+                      s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"listening\")'";
+
+#[test]
+fn allow_local_binding_lets_a_command_listen_on_loopback() {
+    let mount = Mount::with(Options {
+        settings: r#"{"sandbox": {"enabled": true, "network": {"allowLocalBinding": true}}}"#,
+        ..Options::default()
+    });
+    mount.run("l", LISTEN);
+    assert_eq!(
+        mount.read("cmd/l/stdout"),
+        "listening\n",
+        "{}",
+        mount.read("cmd/l/stderr")
+    );
+    assert_eq!(result(&mount, "l")["sandbox"]["local_binding"], true);
 }
 
 /// A one-line HTTP server on loopback, counting the connections it takes; stops when
