@@ -265,8 +265,8 @@ pub fn ctl_index(
     if !refusals.is_empty() {
         page.push_str(
             "\n## Refused lately\n\n\
-             Names refused or freed here, and writes refused at `cmd/<name>/stdin` (as \
-             `<name>/stdin`), newest first:\n\n",
+             Names, renames and command texts refused here, drafts freed, and writes \
+             refused at `cmd/<name>/stdin` (as `<name>/stdin`), newest first:\n\n",
         );
         for (at, name, why) in refusals.iter().rev() {
             let name = code_span(&name.replace(|c: char| c.is_control(), " "));
@@ -378,8 +378,8 @@ pub fn skill(site: &Site) -> String {
          `{m}/index.md` shows the shell and directory in force.\n\n\
          Two tools help: `terminalfs check 'TEXT'` prints whether the deny list would run a \
          text and which rule refuses it, without running anything (use it before you \
-         write something you are unsure of); `terminalfs selftest` checks that the mount \
-         works and prints one line per check.\n\n\
+         write something you are unsure of); `terminalfs selftest --path {m}` checks \
+         that the mount works and prints one line per check.\n\n\
          ## Run and wait\n\n\
          ```sh\n\
          echo 'ls -la' > {m}/ctl/listing\n\
@@ -482,7 +482,8 @@ pub fn skill(site: &Site) -> String {
          background (`server &`) shows `completed` at once while what it started keeps \
          running and writing to `output`; `rm -r {m}/cmd/<name>` stops what it left running. \
          To watch it as one command, end the text with `wait`.\n\
-         - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
+         - `cat {m}/cmd/index.md` lists every command with its status (`starting` until \
+         its process exists); `result.json` holds \
          exit code, times, memory, byte counts, and the shell and directory it ran with.\n\n\
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
