@@ -168,9 +168,9 @@ pub fn root_index(site: &Site) -> String {
          - `events`: one line per change of any command (`<time> <name> <word>`).\n\
          - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n\n\
          ## Tools\n\n\
-         - `terminalfs check 'TEXT'` prints whether this mount's rules would run a text, and \
-           which rule refuses it, without running anything (`--settings FILE` for another \
-           list, `--cwd DIR` to judge paths from there).\n\
+         - `terminalfs check --settings {settings} --cwd {cwd} 'TEXT'` prints whether this \
+           mount's rules would run a text, and which rule refuses it, without running \
+           anything.\n\
          - `terminalfs selftest --path {mount}` exercises this mount as an agent would and \
            prints one line per check.\n\
          - `man terminalfs` describes the tree, the directives and every option.\n",
@@ -376,9 +376,9 @@ pub fn skill(site: &Site) -> String {
          input and no terminal unless they ask for one (see \"Answer prompts, drive a REPL \
          or an editor\" below): otherwise anything that asks a question gets end-of-file. \
          `{m}/index.md` shows the shell and directory in force.\n\n\
-         Two tools help: `terminalfs check 'TEXT'` prints whether the deny list would run a \
-         text and which rule refuses it, without running anything (use it before you \
-         write something you are unsure of); `terminalfs selftest --path {m}` checks \
+         Two tools help: `terminalfs check --settings {settings} --cwd {cwd} 'TEXT'` prints \
+         whether this mount's deny list would run a text and which rule refuses it, without \
+         running anything (use it before you write something you are unsure of); `terminalfs selftest --path {m}` checks \
          that the mount works and prints one line per check.\n\n\
          ## Run and wait\n\n\
          ```sh\n\
@@ -623,6 +623,7 @@ pub fn skill(site: &Site) -> String {
          line where they were.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
+        settings = site.settings.display(),
         settle = format_duration(site.settle),
     )
 }
