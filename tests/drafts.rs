@@ -533,6 +533,19 @@ fn a_cwd_directive_says_where_a_command_starts() {
     let result: serde_json::Value =
         serde_json::from_str(&mount.read("cmd/relative/result.json")).unwrap();
     assert_eq!(result["cwd"], base.join("sub/deeper").display().to_string());
+    // The audit log names the directory it ran in too.
+    let audit = mount.state.join("terminalfs/audit.jsonl");
+    let mut ran = serde_json::Value::Null;
+    assert!(wait_until(Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        ran = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|entry| entry["name"] == "relative")
+            .unwrap_or_default();
+        !ran.is_null()
+    }));
+    assert_eq!(ran["cwd"], base.join("sub/deeper").display().to_string());
     assert_eq!(mount.run("rooted", "#terminalfs cwd=/\npwd"), "completed\n");
     assert_eq!(mount.read("cmd/rooted/stdout"), "/\n");
     // Without it, commands start in --cwd.

@@ -100,13 +100,10 @@ fn tail_f_opened_before_overflow_keeps_following_after_it() {
     )
     .unwrap();
     let tail = Tail::follow(&mount.p("cmd/slow/stdout"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for i in 1..=300 {
-        let line = tail
-            .next_line(deadline)
-            .unwrap_or_else(|| panic!("tail printed no line {i} within 30 s"));
-        assert_eq!(line, format!("line {i:05}"));
-    }
+    tail.prints(
+        (1..=300).map(|i| format!("line {i:05}")),
+        Duration::from_secs(30),
+    );
     drop(tail);
     assert_eq!(mount.wait("slow"), "completed\n");
     // By now a fresh read shows the first lines, the notice, and the last lines.

@@ -751,3 +751,24 @@ fn the_fresh_machine_command_installs_what_is_missing_then_builds_and_mounts() {
         "{stderr}"
     );
 }
+
+/// The packaged binary carries no debug information (it was most of a 33 MB package),
+/// and the RPM build, which would look for some to package apart, is told so.
+#[test]
+fn the_release_binary_is_stripped_of_debug_information() {
+    let cargo = read_repo_file("Cargo.toml");
+    let release: Vec<&str> = cargo
+        .lines()
+        .skip_while(|line| line.trim() != "[profile.release]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .collect();
+    assert_eq!(release, ["strip = \"debuginfo\""], "{cargo}");
+    let spec = read_repo_file("packaging/rpm/terminalfs.spec");
+    assert!(
+        spec.lines()
+            .any(|line| line == "%global debug_package %{nil}"),
+        "{spec}"
+    );
+}

@@ -44,13 +44,10 @@ fn tail_f_on_an_open_handle_sees_every_line() {
     )
     .unwrap();
     let tail = Tail::follow(&mount.p("cmd/stream/stdout"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for i in 1..=30 {
-        let line = tail
-            .next_line(deadline)
-            .unwrap_or_else(|| panic!("tail printed no line {i} within 20 s"));
-        assert_eq!(line, format!("tick {i}"));
-    }
+    tail.prints(
+        (1..=30).map(|i| format!("tick {i}")),
+        Duration::from_secs(20),
+    );
 }
 
 #[test]

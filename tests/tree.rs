@@ -599,6 +599,23 @@ fn the_pages_teach_the_tools_the_environment_and_where_commands_run() {
         }
     }
     assert!(root.contains(&format!("cwd: \"{cwd}\"")), "{root}");
+    // The check the pages show works as written, against this mount's settings.
+    let shown = root
+        .split('`')
+        .find(|span| span.starts_with("terminalfs check "))
+        .expect("a check command");
+    let checked = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &shown
+                .replace("terminalfs ", "\"$BIN\" ")
+                .replace("'TEXT'", "'echo hi'"),
+        ])
+        .env("BIN", crate::common::BIN)
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{shown}: {checked:?}");
+    assert!(String::from_utf8_lossy(&checked.stdout).starts_with("allowed\n"));
     assert!(root.contains("shell: \"/bin/sh\""), "{root}");
     // When `reason` exists, said where its files are listed.
     assert!(root.contains("`reason` only when"), "{root}");

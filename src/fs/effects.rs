@@ -219,6 +219,7 @@ impl Tree {
                 return false;
             };
             let (name, text) = (request.name.clone(), request.text.clone());
+            let cwd = request.cwd.clone();
             let job = self.spawner.spawn(request);
             self.locked(|state, effects| {
                 if job.input().is_some() {
@@ -246,7 +247,8 @@ impl Tree {
                 effects.push(Effect::Changed);
             });
             // After the lookups parked for it have their answer.
-            self.record("ran", &name, &text, None, None);
+            let cwd = cwd.as_deref().unwrap_or(self.spawner.cwd());
+            self.record_in(cwd, "ran", &name, &text, None, None);
             if until.is_some_and(|until| Instant::now() >= until) {
                 return !self.state.lock().starts.is_empty();
             }
@@ -262,9 +264,21 @@ impl Tree {
         rule: Option<&str>,
         reason: Option<&str>,
     ) {
+        self.record_in(self.spawner.cwd(), decision, name, text, rule, reason);
+    }
+
+    /// [`Tree::record`] of a command that runs in `cwd` (its `cwd=` directive's).
+    fn record_in(
+        &self,
+        cwd: &std::path::Path,
+        decision: &str,
+        name: &str,
+        text: &[u8],
+        rule: Option<&str>,
+        reason: Option<&str>,
+    ) {
         if let Some(audit) = &self.audit {
             let command = String::from_utf8_lossy(text);
-            let cwd = self.spawner.cwd();
             if let Err(error) = audit.record(name, &command, cwd, decision, rule, reason) {
                 crate::log::info(&format!("cannot write the audit log: {error}"));
             }

@@ -171,9 +171,9 @@ pub fn root_index(site: &Site) -> String {
          - `events`: one line per change of any command (`<time> <name> <word>`).\n\
          - `skills/terminalfs/SKILL.md`: how an agent uses this mount.\n\n\
          ## Tools\n\n\
-         - `terminalfs check 'TEXT'` prints whether this mount's rules would run a text, and \
-           which rule refuses it, without running anything (`--settings FILE` for another \
-           list, `--cwd DIR` to judge paths from there).\n\
+         - `terminalfs check --settings {settings} --cwd {cwd} 'TEXT'` prints whether this \
+           mount's rules would run a text, and which rule refuses it, without running \
+           anything.\n\
          - `terminalfs selftest --path {mount}` exercises this mount as an agent would and \
            prints one line per check.\n\
          - `man terminalfs` describes the tree, the directives and every option.\n",
@@ -272,8 +272,8 @@ pub fn ctl_index(
     if !refusals.is_empty() {
         page.push_str(
             "\n## Refused lately\n\n\
-             Names refused or freed here, and writes refused at `cmd/<name>/stdin` (as \
-             `<name>/stdin`), newest first:\n\n",
+             Names, renames and command texts refused here, drafts freed, and writes \
+             refused at `cmd/<name>/stdin` (as `<name>/stdin`), newest first:\n\n",
         );
         for (at, name, why) in refusals.iter().rev() {
             let name = code_span(&name.replace(|c: char| c.is_control(), " "));
@@ -383,10 +383,10 @@ pub fn skill(site: &Site) -> String {
          input and no terminal unless they ask for one (see \"Answer prompts, drive a REPL \
          or an editor\" below): otherwise anything that asks a question gets end-of-file. \
          `{m}/index.md` shows the shell and directory in force.\n\n\
-         Two tools help: `terminalfs check 'TEXT'` prints whether the deny list would run a \
-         text and which rule refuses it, without running anything (use it before you \
-         write something you are unsure of); `terminalfs selftest` checks that the mount \
-         works and prints one line per check.\n\n\
+         Two tools help: `terminalfs check --settings {settings} --cwd {cwd} 'TEXT'` prints \
+         whether this mount's deny list would run a text and which rule refuses it, without \
+         running anything (use it before you write something you are unsure of); `terminalfs selftest --path {m}` checks \
+         that the mount works and prints one line per check.\n\n\
          ## Run and wait\n\n\
          ```sh\n\
          echo 'ls -la' > {m}/ctl/listing\n\
@@ -489,7 +489,8 @@ pub fn skill(site: &Site) -> String {
          background (`server &`) shows `completed` at once while what it started keeps \
          running and writing to `output`; `rm -r {m}/cmd/<name>` stops what it left running. \
          To watch it as one command, end the text with `wait`.\n\
-         - `cat {m}/cmd/index.md` lists every command with its status; `result.json` holds \
+         - `cat {m}/cmd/index.md` lists every command with its status (`starting` until \
+         its process exists); `result.json` holds \
          exit code, times, memory, byte counts, and the shell and directory it ran with.\n\n\
          ## Signals\n\n\
          Write a signal's name or number to `kill` to send just that signal to the command \
@@ -643,6 +644,7 @@ pub fn skill(site: &Site) -> String {
          line where they were.\n",
         shell = site.shell.display(),
         cwd = site.cwd.display(),
+        settings = site.settings.display(),
         settle = format_duration(site.settle),
     )
 }

@@ -564,6 +564,20 @@ impl Tail {
         let left = deadline.saturating_duration_since(Instant::now());
         self.lines.recv_timeout(left).ok()
     }
+
+    /// Checks that tail prints exactly `want`, line by line, all within `within`.
+    pub fn prints(&self, want: impl IntoIterator<Item = String>, within: Duration) {
+        let deadline = Instant::now() + within;
+        for (index, want) in want.into_iter().enumerate() {
+            let line = self.next_line(deadline).unwrap_or_else(|| {
+                panic!(
+                    "tail printed no line {} ({want:?}) within {within:?}",
+                    index + 1
+                )
+            });
+            assert_eq!(line, want, "line {}", index + 1);
+        }
+    }
 }
 
 impl Drop for Tail {
