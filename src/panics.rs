@@ -162,6 +162,7 @@ impl<T> Drop for WatchedGuard<'_, T> {
 }
 
 /// The variable that injects panics in a build with debug assertions.
+#[cfg(debug_assertions)]
 pub const TEST_PANIC_ENV: &str = "TERMINALFS_TEST_PANIC";
 
 /// Where a test may inject a panic.
