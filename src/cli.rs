@@ -159,6 +159,11 @@ pub struct Cli {
     #[arg(long)]
     pub(crate) allowlist: bool,
 
+    /// Run commands that name no host on this entry of the settings' `hosts` table
+    /// (`local`: this machine); `#terminalfs host=NAME` picks another. See docs/hosts.md
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
+
     /// The audit log of every decision (created 0600; a symbolic link is refused)
     /// [default: $XDG_STATE_HOME/terminalfs/audit.jsonl, else
     /// ~/.local/state/terminalfs/audit.jsonl]

@@ -22,6 +22,8 @@ pub struct Config {
     pub(crate) timeout: Option<Duration>,
     pub(crate) kill_grace: Duration,
     pub(crate) allowlist: bool,
+    /// The host of commands that name none (`--host`).
+    pub(crate) host: Option<String>,
     pub(crate) daemon: bool,
     /// Log every failed file operation (`--verbose` or `TERMINALFS_LOG=debug`).
     pub(crate) verbose: bool,
@@ -110,6 +112,7 @@ impl Config {
             timeout: cli.timeout,
             kill_grace: cli.kill_grace,
             allowlist: cli.allowlist,
+            host: cli.host.clone(),
             daemon: cli.daemon,
             verbose: cli.verbose || crate::log::verbose_from_env(),
             pid_file: cli.pid_file.as_deref().map(absolute),

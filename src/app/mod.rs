@@ -685,8 +685,21 @@ pub fn run(config: Config) -> Result<(), AppError> {
     let policy = Arc::new(
         Policy::load(&config.settings, config.allowlist)
             .map_err(AppError::Settings)?
-            .with_start_dir(&config.cwd, Some(&crate::policy::home_dir())),
+            .with_start_dir(&config.cwd, Some(&crate::policy::home_dir()))
+            .with_default_host(config.host.clone()),
     );
+    if let Some(name) = &config.host {
+        policy
+            .rules()
+            .hosts
+            .choose(Some(name), false)
+            .map_err(|why| {
+                AppError::Hosts(format!(
+                    "--host {name}: {}",
+                    why.trim_start_matches("refused: ")
+                ))
+            })?;
+    }
     if !config.cwd.is_dir() {
         return Err(AppError::CwdNotADirectory {
             path: config.cwd.clone(),
@@ -720,6 +733,12 @@ fn serve(
     // Dropped (the file removed) before the state directory's lock: `--unmount` waits
     // for that lock, and returns only once the pid file is gone.
     let _pid_file = pid_file;
+    let hosts_policy = policy.clone();
+    crate::hosts::driver::start(
+        &config.state_dir,
+        Box::new(move || hosts_policy.rules().hosts.clone()),
+    )
+    .map_err(AppError::Hosts)?;
     prepare_mount_point(&config.path)?;
     // Where the kernel will list the mount (a symbolic link resolved), found before it
     // is mounted: afterwards a look at the path would be a request to this very driver.
@@ -915,6 +934,7 @@ fn serve(
     ));
     sd_notify("STOPPING=1");
     supervisor.shutdown();
+    crate::hosts::driver::stop();
     clock.stop();
     waker.shutdown();
     policy.stop();

@@ -23,6 +23,8 @@ pub struct Site<'a> {
     pub wait_timeout: Duration,
     pub keep: Duration,
     pub settle: Duration,
+    /// The `/index.md` section on remote hosts (empty without any).
+    pub hosts: String,
 }
 
 impl Site<'_> {
@@ -180,6 +182,7 @@ pub fn root_index(site: &Site) -> String {
         rules = site.rules,
         settings = site.settings.display(),
     ));
+    page.push_str(&site.hosts);
     if !site.ignored.is_empty() {
         page.push_str(
             "\n## Ignored settings entries\n\n\
@@ -678,6 +681,9 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "shell": snapshot.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
         "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,
+        "host": snapshot.host,
+        // Across a launcher's two streams only each stream's own order survives.
+        "output_order": snapshot.host.as_ref().map(|_| "per stream"),
         "memory_limit": snapshot.memory_limit,
         "terminal": snapshot.terminal.map(|(size, (row, col))| json!({
             "cols": size.cols,
@@ -707,6 +713,7 @@ mod tests {
             wait_timeout: Duration::from_secs(25),
             keep: Duration::from_secs(60),
             settle: Duration::from_millis(250),
+            hosts: String::new(),
         }
     }
 

@@ -185,6 +185,8 @@ pub struct Policy {
     /// The home directory (absolute, not `/`), when known: a directory in it is also
     /// spelled from `~`, and `~` as it.
     home: Option<String>,
+    /// The host a command runs on when it names none (`--host`).
+    default_host: Option<String>,
     /// The rules in force. A check clones the `Arc` and lets go at once; a reload swaps it.
     rules: RwLock<Arc<RuleSet>>,
     /// What the file looked like at the last look. Held for a whole reload (stat, read,
@@ -253,6 +255,7 @@ impl Policy {
             allowlist,
             start_dir: None,
             home: None,
+            default_host: None,
             rules: RwLock::new(Arc::new(rules)),
             seen: Mutex::new(Seen {
                 stamp: Some(Stamp::of(&meta)),
@@ -273,6 +276,12 @@ impl Policy {
     pub fn with_start_dir(mut self, dir: &Path, home: Option<&Path>) -> Policy {
         self.start_dir = canonical_dir(dir);
         self.home = home.and_then(canonical_dir).filter(|home| home != "/");
+        self
+    }
+
+    /// Runs commands that name no host on `host` (`--host`; `local` is this machine).
+    pub fn with_default_host(mut self, host: Option<String>) -> Policy {
+        self.default_host = host;
         self
     }
 
@@ -374,10 +383,25 @@ impl Policy {
             return refused(reason.to_owned());
         }
         let text = String::from_utf8_lossy(text);
-        let directives = match self.directives(&text) {
+        let mut directives = match self.directives(&text) {
             Ok(directives) => directives,
             Err(reason) => return refused(format!("refused: {reason}")),
         };
+        // The host is judged here, before anything leaves the machine; the directive
+        // then names the host the command runs on (None: this machine).
+        let rules = self.rules();
+        let name = directives.host.as_deref().or(self.default_host.as_deref());
+        match rules.hosts.choose(name, rules.hosts.sandboxed()) {
+            // `cwd=` names a directory here; the far side's is its entry's "cwd".
+            Ok(Some(host)) if directives.cwd.is_some() => {
+                return refused(format!(
+                    "refused: cwd= names a directory on this machine, and the command runs                      on host {}; set \"cwd\" in its entry of the settings' hosts instead",
+                    host.name
+                ))
+            }
+            Ok(host) => directives.host = host.map(|host| host.name.clone()),
+            Err(reason) => return refused(reason),
+        }
         // A `cwd=` directive moves where the commands start, and so what they name.
         let start_dir = match &directives.cwd {
             Some(dir) => canonical_dir(dir),

@@ -75,6 +75,8 @@ pub struct RuleSet {
     /// Warnings about ignored entries that name no tool at all (`"sudo"` where
     /// `"Bash(sudo:*)"` was meant): said at start and on every reload.
     pub warnings: Vec<String>,
+    /// The `hosts` table: where `#terminalfs host=NAME` may send a command.
+    pub hosts: crate::hosts::Hosts,
 }
 
 impl RuleSet {
@@ -93,8 +95,12 @@ impl RuleSet {
                 kind(&value)
             ));
         };
+        let hosts = crate::hosts::Hosts::parse(&top)?;
         let Some(permissions) = top.get("permissions") else {
-            return Ok(RuleSet::default());
+            return Ok(RuleSet {
+                hosts,
+                ..RuleSet::default()
+            });
         };
         let Value::Object(permissions) = permissions else {
             return Err(format!(
@@ -103,7 +109,10 @@ impl RuleSet {
                 kind(permissions)
             ));
         };
-        let mut rules = RuleSet::default();
+        let mut rules = RuleSet {
+            hosts,
+            ..RuleSet::default()
+        };
         for key in ["deny", "ask", "allow"] {
             let list = rule_list(permissions.get(key), key, &mut rules)?;
             match key {

@@ -153,6 +153,10 @@ pub struct SpawnRequest {
     pub stdin: Stdin,
     /// Where it starts, when its `cwd=` says (else `--cwd`).
     pub cwd: Option<PathBuf>,
+    /// The remote host it runs on through its launcher (see [`crate::hosts`]); None:
+    /// this machine.
+    /// An Err says why the host named cannot be used now.
+    pub host: Option<Result<Arc<crate::hosts::Host>, String>>,
 }
 
 /// The descriptors a command's standard streams are made of.
@@ -507,7 +511,48 @@ impl Supervisor {
         let capture = self.spool.capture(&request.name, &request.text);
         let job = Job::new(id, capture, &config, cgroup, containment, memory, input);
         let job = Arc::new(job);
-        match self.fork(&job, &request, child, pump, procs, rlimit) {
+        let launched = match &request.host {
+            None => None,
+            Some(Err(why)) => {
+                drop(child);
+                drop(pump);
+                return self.failed(job, &format!("terminalfs: {why}\n"));
+            }
+            Some(Ok(host)) => {
+                let mode = match request.stdin {
+                    Stdin::Terminal(_) => crate::hosts::driver::Mode::Terminal,
+                    Stdin::Pipe => crate::hosts::driver::Mode::Pipe,
+                    _ => crate::hosts::driver::Mode::Closed,
+                };
+                match crate::hosts::driver::launch(host, &request.name, &request.text, mode) {
+                    Ok(launched) => {
+                        job.set_remote(launched.remote.clone());
+                        Some(launched)
+                    }
+                    Err(message) => {
+                        drop(child);
+                        drop(pump);
+                        return self.failed(job, &format!("terminalfs: {message}\n"));
+                    }
+                }
+            }
+        };
+        let child = match &launched {
+            Some(launched) if child.0.is_none() => {
+                let stdin = launched.stdin.as_ref().and_then(|fd| fd.try_clone().ok());
+                (stdin, child.1, child.2, child.3)
+            }
+            _ => child,
+        };
+        match self.fork(
+            &job,
+            &request,
+            launched.as_ref(),
+            child,
+            pump,
+            procs,
+            rlimit,
+        ) {
             Ok((pid, birth)) => {
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
@@ -530,10 +575,12 @@ impl Supervisor {
 
     /// Makes the command's pipes and forks its child (see [`spawn`]); returns its pid and
     /// who forked it, or why it could not start.
+    #[allow(clippy::too_many_arguments)]
     fn fork(
         &self,
         job: &Arc<Job>,
         request: &SpawnRequest,
+        launched: Option<&crate::hosts::driver::Launched>,
         (stdin, stdout_write, stderr_write, stderr_file): (
             Option<OwnedFd>,
             OwnedFd,
@@ -559,18 +606,29 @@ impl Supervisor {
         } else {
             None
         };
-        let args: Vec<&OsStr> = match &script {
+        let script = script.filter(|_| launched.is_none());
+        let mut args: Vec<&OsStr> = match &script {
             Some(_) => vec![OsStr::new("/dev/fd/3")],
             None => vec![OsStr::new("-c"), OsStr::from_bytes(&request.text)],
         };
         let cwd = request.cwd.as_ref().unwrap_or(&self.config.cwd);
-        let what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
+        let mut program = self.config.shell.as_path();
+        let mut what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
+        if let Some(launched) = launched {
+            program = std::path::Path::new(&launched.program);
+            args = launched.args.iter().map(|arg| arg.as_os_str()).collect();
+            what = format!(
+                "{} for host {}",
+                program.display(),
+                launched.remote.host().name
+            );
+        }
         let mut env = vec![("TERMINALFS_NAME", OsStr::new(&request.name))];
         if terminal {
             env.push(("TERM", OsStr::new(terminal::pty::TERM)));
         }
         let mut prepared = Prepared::new(
-            &self.config.shell,
+            program,
             &args,
             cwd,
             self.environment
@@ -774,6 +832,7 @@ mod tests {
                     memory: None,
                     stdin: Stdin::Closed,
                     cwd: None,
+                    host: None,
                 })
             })
             .collect();
@@ -815,6 +874,7 @@ mod tests {
                             memory: None,
                             stdin: Stdin::Closed,
                             cwd: None,
+                            host: None,
                         });
                         jobs_sender.send(job).expect("the test collects jobs");
                         started.fetch_add(1, Ordering::SeqCst);

@@ -55,6 +55,8 @@ pub struct JobSnapshot {
     pub memory_limit: Option<u64>,
     /// For a command on a terminal: its size and the cursor (row, column from 0).
     pub terminal: Option<(TerminalSize, (u16, u16))>,
+    /// The remote host it runs on (see [`crate::hosts`]); None: this machine.
+    pub host: Option<String>,
     /// The driver stopped before its output ended: the last bytes may be missing, and
     /// each file says so where its stored part ends.
     pub output_cut_short: bool,
@@ -128,6 +130,10 @@ pub struct Job {
     input: Option<Input>,
     /// For a command on a terminal that an earlier driver ran: its last screen.
     kept_screen: Option<KeptScreen>,
+    /// Its launcher's far side, for a command on a remote host; set before it starts.
+    remote: std::sync::OnceLock<Arc<crate::hosts::driver::Remote>>,
+    /// The host an earlier driver ran it on.
+    restored_host: Option<String>,
 }
 
 impl Job {
@@ -162,6 +168,8 @@ impl Job {
             memory,
             input,
             kept_screen: None,
+            remote: std::sync::OnceLock::new(),
+            restored_host: None,
             state: Watched::new(State {
                 life: Life::Starting,
                 // The pipes exist from the start; the pump counts them closed.
@@ -314,6 +322,9 @@ impl Job {
     }
 
     pub(crate) fn mark_failed_to_start(&self, message: &str) {
+        if let Some(remote) = self.remote.get() {
+            remote.ended(-1);
+        }
         {
             let mut capture = self.capture.lock();
             capture.append(Stream::Stderr, message.as_bytes());
@@ -398,8 +409,9 @@ impl Job {
             // Reaped twice: the first account stands.
             Life::Done(_) => return false,
         };
+        let lost = self.remote.get().and_then(|remote| remote.ended(exit.code));
         let end = end.unwrap_or_else(|| End::Exited {
-            note: self.memory_reason(&exit),
+            note: lost.or_else(|| self.memory_reason(&exit)),
         });
         state.life = Life::Done(Done {
             pid,
@@ -587,7 +599,13 @@ impl Job {
         if !group_alive && !cgroup_alive {
             return false;
         }
-        if group_alive {
+        // A remote command's signals go to the far side's group; the launcher here
+        // gets only what the host's engine says it must.
+        let local = match self.remote.get() {
+            Some(remote) if running => remote.signal(signal),
+            _ => true,
+        };
+        if group_alive && local {
             // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
             unsafe {
                 libc::killpg(pgid, signal);
@@ -621,11 +639,48 @@ impl Job {
             stdout: bytes(Stream::Stdout),
             stderr: bytes(Stream::Stderr),
             output: bytes(Stream::Output),
-            containment: self.containment.clone(),
-            launch: self.launch.clone(),
+            containment: self.containment(),
+            launch: self.launch(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
             output_cut_short: shown.cut_short,
+            host: self.host(),
+        }
+    }
+
+    /// Makes it a command on a remote host: its signals go through `remote`.
+    pub(crate) fn set_remote(&self, remote: Arc<crate::hosts::driver::Remote>) {
+        let _ = self.remote.set(remote);
+    }
+
+    /// The remote host it runs (or ran) on; None: this machine.
+    pub fn host(&self) -> Option<String> {
+        match self.remote.get() {
+            Some(remote) => Some(remote.host().name.clone()),
+            None => self.restored_host.clone(),
+        }
+    }
+
+    /// How it is contained: for a remote command, the far side's process group.
+    fn containment(&self) -> String {
+        match self.remote.get() {
+            Some(remote) => format!(
+                "a process group on host {} through its launcher ({})",
+                remote.host().name,
+                remote.host().engine.word()
+            ),
+            None => self.containment.clone(),
+        }
+    }
+
+    /// Its shell and working directory: for a remote command, the far side's.
+    fn launch(&self) -> Option<Launch> {
+        match self.remote.get() {
+            Some(remote) => Some(Launch {
+                shell: remote.host().shell().into(),
+                cwd: remote.host().cwd.as_deref().unwrap_or("~").into(),
+            }),
+            None => self.launch.clone(),
         }
     }
 

@@ -163,6 +163,8 @@ impl Job {
             memory: meta["memory_limit"].as_u64().map(|bytes| (bytes, false)),
             input: None,
             kept_screen,
+            remote: std::sync::OnceLock::new(),
+            restored_host: meta["host"].as_str().map(str::to_string),
             state: Watched::new(State {
                 life: Life::Done(Done {
                     pid: meta["pid"].as_i64().map(|p| p as i32),
@@ -222,9 +224,10 @@ impl Job {
             "timed_out": life.timed_out(),
             "interrupted": life.interrupted(),
             "reason": life.reason(),
-            "containment": self.containment,
-            "shell": self.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
-            "cwd": self.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
+            "containment": self.containment(),
+            "shell": self.launch().map(|launch| launch.shell.to_string_lossy().into_owned()),
+            "cwd": self.launch().map(|launch| launch.cwd.to_string_lossy().into_owned()),
+            "host": self.host(),
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
             "terminal": self.kept_screen_now().map(|kept| kept.record()),
             STDOUT_GREW_KEY: ms(capture.grew_at(Stream::Stdout)),
