@@ -117,11 +117,14 @@ enum Work {
     Stop(Sender<()>),
 }
 
+/// Each host's last look: when, and what it found ("reachable", or why not).
+type Probes = BTreeMap<String, (SystemTime, Result<String, String>)>;
+
 struct Driver {
     dir: PathBuf,
     temporary: bool,
     work: Sender<Work>,
-    probes: Mutex<BTreeMap<String, (SystemTime, Result<String, String>)>>,
+    probes: Mutex<Probes>,
     next: AtomicU64,
 }
 
