@@ -1,5 +1,6 @@
 //! Remote hosts on a real mount: a throwaway sshd on 127.0.0.1 started by each test,
-//! stand-in `kubectl`, `srun` and `scancel` scripts for the engines with no cluster here.
+//! a single-node Slurm cluster started the same way, and a stand-in `kubectl` (no
+//! Kubernetes cluster here).
 
 use crate::common::sshd::Sshd;
 use crate::common::{process_alive, wait_until, Mount, Options};
@@ -394,51 +395,53 @@ fn kubectl_exec_runs_under_the_same_wrapper() {
 }
 
 #[test]
-fn srun_runs_a_step_and_kill_maps_onto_it() {
-    let bin = tempfile::tempdir().unwrap();
-    let log = bin.path().join("scancel.log");
-    // As srun documents: runs the program after its options; TERM cancels the step (the
-    // stand-in's child dies with it); scancel is asked for what srun does not forward.
-    stand_in(
-        bin.path(),
-        "srun",
-        "while [ \"${1#-}\" != \"$1\" ]; do shift; done\n\
-         \"$@\" & child=$!\n\
-         trap 'kill -TERM $child; wait $child; exit 143' TERM\n\
-         wait $child\n",
-    );
-    stand_in(
-        bin.path(),
-        "scancel",
-        &format!("echo \"$@\" >>'{}'\n", log.display()),
-    );
-    stand_in(
-        bin.path(),
-        "sinfo",
-        "echo 'debug* up infinite 1 idle node'\n",
-    );
-    let mount = with_path(
-        bin.path(),
-        json!({"hpc": {"srun": ["--partition=short"]}}),
-        &["--kill-grace", "1s"],
+fn srun_runs_a_job_step_on_a_real_cluster() {
+    let slurm = crate::common::slurm::Slurm::start();
+    let text =
+        settings(json!({"hpc": {"srun": ["--partition=debug"], "env": {"WHERE": "cluster"}}}));
+    let conf = slurm.conf.clone();
+    let mount = Mount::with_launcher(
+        Options {
+            args: vec!["--kill-grace", "2s"],
+            settings: &text,
+        },
+        &move |command| {
+            command.env("SLURM_CONF", &conf);
+        },
     );
     assert_eq!(
         mount.run(
             "j",
-            "#terminalfs host=hpc\necho \"$TERMINALFS_NAME\"; exit 7"
+            "#terminalfs host=hpc\necho \"$WHERE $TERMINALFS_NAME\"; exit 7"
         ),
-        "error\n"
+        "error\n",
+        "{}",
+        mount.read("cmd/j/stderr")
     );
     assert_eq!(mount.read("cmd/j/exitcode"), "7\n");
-    assert_eq!(mount.read("cmd/j/stdout"), "j\n");
-    std::fs::write(mount.p("ctl/s"), "#terminalfs host=hpc\necho $$; sleep 300").unwrap();
+    assert_eq!(mount.read("cmd/j/stdout"), "cluster j\n");
+    // A signal srun does not forward goes through scancel to the step.
+    std::fs::write(
+        mount.p("ctl/s"),
+        "#terminalfs host=hpc\ntrap 'echo got USR2' USR2; echo $$; while :; do sleep 0.1; done",
+    )
+    .unwrap();
     let pid = printed_pid(&mount, "s");
     std::fs::write(mount.p("cmd/s/kill"), "USR2").unwrap();
-    assert!(wait_until(Duration::from_secs(20), || {
-        std::fs::read_to_string(&log)
-            .is_ok_and(|text| text.contains("--name=terminalfs-") && text.contains("--signal=USR2"))
-    }));
+    mount.holds("cmd/s/stdout", "got USR2\n");
+    // stop: TERM to srun cancels the step.
     std::fs::write(mount.p("cmd/s/kill"), "stop").unwrap();
     assert_eq!(mount.wait("s"), "error\n");
     assert!(wait_until(Duration::from_secs(20), || !process_alive(pid)));
+    // timeout=
+    std::fs::write(
+        mount.p("ctl/t"),
+        "#terminalfs host=hpc timeout=1s\necho $$; sleep 300",
+    )
+    .unwrap();
+    let pid = printed_pid(&mount, "t");
+    assert_eq!(mount.wait("t"), "error\n");
+    assert!(mount.read("cmd/t/reason").contains("timed out"));
+    assert!(wait_until(Duration::from_secs(20), || !process_alive(pid)));
+    mount.holds("index.md", "| hpc | `srun --partition=debug` | `reachable");
 }

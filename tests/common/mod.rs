@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod slurm;
 pub mod sshd;
 
 use std::io::{BufRead, BufReader};
