@@ -33,7 +33,7 @@ kill -s "$1" -- "-$g""#;
 /// How long a new connection may take before the command fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often each host's reachability is looked at again.
-const PROBE_EVERY: Duration = Duration::from_secs(10);
+const PROBE_EVERY: Duration = Duration::from_secs(30);
 /// The most masters kept for one host.
 const MOST_MASTERS: usize = 64;
 

@@ -130,20 +130,21 @@ impl Drop for Slurm {
         let root = self.dir.path();
         for file in ["slurmd.pid", "slurmctld.pid", "munge/pid"] {
             if let Some(pid) = pid_in(&root.join(file)) {
-                for below in descendants(pid) {
-                    // SAFETY: a signal to a process a daemon of this cluster forked.
-                    unsafe {
-                        libc::kill(below, libc::SIGKILL);
-                    }
-                }
-                // SAFETY: a signal to a daemon this guard started.
+                let below = descendants(pid);
+                // SAFETY: signals to a daemon this guard started and what it forked.
                 unsafe {
                     libc::kill(pid, libc::SIGTERM);
                 }
-                wait_until(Duration::from_secs(10), || {
+                let gone = wait_until(Duration::from_secs(5), || {
                     // SAFETY: kill with 0 only asks whether the process exists.
                     unsafe { libc::kill(pid, 0) != 0 }
                 });
+                for left in below.into_iter().chain((!gone).then_some(pid)) {
+                    // SAFETY: as above.
+                    unsafe {
+                        libc::kill(left, libc::SIGKILL);
+                    }
+                }
             }
         }
     }
