@@ -131,6 +131,33 @@ fn bad_host_picks_and_entries_are_refused_with_a_sentence() {
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(said.contains(says), "{said}");
     }
+    // Under the sandbox only an entry that says "unsandboxed": true may run.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port().to_string();
+    drop(closed);
+    let entry = |free: bool| json!({"ssh": "nobody@127.0.0.1", "options": ["-p", port], "unsandboxed": free});
+    let text =
+        json!({"sandbox": {"enabled": true}, "hosts": {"kept": entry(false), "free": entry(true)}})
+            .to_string();
+    let sandboxed = Mount::with(Options {
+        args: vec![],
+        settings: &text,
+    });
+    let reason = refused(&sandboxed, "k", "#terminalfs host=kept\ntrue");
+    assert!(reason.contains("\"unsandboxed\": true"), "{reason}");
+    assert_eq!(sandboxed.run("f", "#terminalfs host=free\ntrue"), "error\n");
+    assert!(sandboxed.read("cmd/f/reason").contains("host free"));
+    // `check` names the host a text runs on.
+    let out = std::process::Command::new(crate::common::BIN)
+        .args(["check", "--settings"])
+        .arg(&mount.settings)
+        .arg("#terminalfs host=box\nmake")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("host: box"),
+        "{out:?}"
+    );
     // --host naming no entry is refused at start.
     let out = std::process::Command::new(crate::common::BIN)
         .args(["--host", "nowhere", "--settings"])

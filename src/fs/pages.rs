@@ -599,6 +599,13 @@ pub fn skill(site: &Site) -> String {
          has taken nothing for {wait} seconds, a write fails with \"Resource temporarily \
          unavailable\", having delivered nothing of itself; a write after the command \
          stopped, or after `rm` of `stdin`, fails with \"Broken pipe\".\n\n\
+         ## Other machines\n\n\
+         `#terminalfs host=NAME` runs a command on a host of the settings' `hosts` table \
+         (ssh, `kubectl exec` or `srun`; `/index.md` lists them and whether each is reachable \
+         now). The files, `kill` words, `timeout=`, `stdin` and `tty` work as here; `stdout` \
+         and `stderr` come apart, so `output` keeps each stream's order, not the order \
+         between them. An unknown name is refused; a host that cannot be reached ends the \
+         command as `error` with ssh's words in `reason`.\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
          the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule, \

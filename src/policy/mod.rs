@@ -106,6 +106,9 @@ impl Explained {
                 out.push_str(&format!("reason: {reason}\n"));
             }
         }
+        if let (Verdict::Allow, Some(host)) = (&self.verdict, &self.directives.host) {
+            out.push_str(&format!("host: {host} (the text runs there)\n"));
+        }
         if let (Verdict::Allow, Some(why)) = (&self.verdict, &self.shell_input) {
             out.push_str(&format!(
                 "input: checked against the rules as a shell's script, as {why}\n"
