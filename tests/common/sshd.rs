@@ -1,6 +1,7 @@
 //! A throwaway OpenSSH server on 127.0.0.1 for the tests of remote hosts: its own host
-//! key and user key in a temporary directory, on a free port, no password logins. The
-//! guard stops it (and every session process it forked) when dropped.
+//! key, user key and home directory in a temporary directory, on a free port, no
+//! password logins. The guard stops it (and every session process it forked) when
+//! dropped.
 
 use super::{all_processes, wait_until};
 use std::path::PathBuf;
@@ -61,6 +62,9 @@ impl Sshd {
             dir.path().join("authorized_keys"),
         )
         .unwrap();
+        // Sessions get a home of their own: the login user's shell startup files (a
+        // `.bashrc` that takes locks, prints or waits) stay out of the tests.
+        std::fs::create_dir(dir.path().join("home")).unwrap();
         // Privilege separation wants this directory.
         let _ = std::fs::create_dir_all("/run/sshd");
         for _ in 0..20 {
@@ -76,7 +80,7 @@ impl Sshd {
                      AuthorizedKeysFile {d}/authorized_keys\nPidFile {d}/sshd.pid\nUsePAM no\n\
                      StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n\
                      KbdInteractiveAuthentication no\nMaxSessions 100\nMaxStartups 100:30:200\n\
-                     LogLevel ERROR\nSubsystem sftp internal-sftp\n",
+                     LogLevel ERROR\nSubsystem sftp internal-sftp\nSetEnv HOME={d}/home\n",
                     d = dir.path().display()
                 ),
             )
