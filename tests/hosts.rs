@@ -21,7 +21,7 @@ fn mount_with(hosts: Value, args: &[&str]) -> Mount {
     })
 }
 
-fn result(mount: &Mount, name: &str) -> Value {
+fn result_of(mount: &Mount, name: &str) -> Value {
     serde_json::from_str(&mount.read(&format!("cmd/{name}/result.json"))).expect("result.json")
 }
 
@@ -44,7 +44,7 @@ fn a_command_runs_over_ssh_with_its_streams_apart() {
     assert_eq!(mount.read("cmd/r/exitcode"), "3\n");
     assert_eq!(mount.read("cmd/r/stdout"), "out\nr\n");
     assert_eq!(mount.read("cmd/r/stderr"), "err\n");
-    let result = result(&mount, "r");
+    let result = result_of(&mount, "r");
     assert_eq!(result["host"], "box");
     assert_eq!(result["output_order"], "per stream");
     assert!(
@@ -52,6 +52,11 @@ fn a_command_runs_over_ssh_with_its_streams_apart() {
         "{result}"
     );
     // events name the host after the word.
+    // The far side's times are read back over the connection once it ended.
+    let remote_times = wait_until(Duration::from_secs(20), || {
+        result_of(&mount, "r")["remote"]["finished_at"].is_string()
+    });
+    assert!(remote_times, "{}", mount.read("cmd/r/result.json"));
     let events = mount.read("events");
     assert!(events.contains(" r error 3 box\n"), "{events}");
     // --host sets the default; `local` is this machine.
@@ -76,7 +81,7 @@ fn refused(mount: &Mount, name: &str, text: &str) -> String {
 }
 
 fn result_host(mount: &Mount, name: &str) -> Value {
-    result(mount, name)["host"].clone()
+    result_of(mount, name)["host"].clone()
 }
 
 #[test]
@@ -314,6 +319,7 @@ fn remote_commands_stop_with_the_mount_and_finished_ones_come_back() {
     mount.spawn(&[]);
     assert_eq!(mount.read("cmd/done/stdout"), "kept\n");
     assert_eq!(result_host(&mount, "done"), "box");
+    assert!(result_of(&mount, "done")["remote"]["started_at"].is_string());
     assert_eq!(mount.read("cmd/long/status"), "error\n");
 }
 

@@ -689,6 +689,12 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,
         "host": snapshot.host,
+        // The far side's clock: when the command started and ended there.
+        "remote": snapshot.remote_times.map(|(start, end)| json!({
+            "started_at": rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(start)),
+            "finished_at": rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(end)),
+            "duration_s": end.saturating_sub(start),
+        })),
         // Across a launcher's two streams only each stream's own order survives.
         "output_order": snapshot.host.as_ref().map(|_| "per stream"),
         "memory_limit": snapshot.memory_limit,

@@ -30,6 +30,10 @@ const SIGNAL: &str = r#"f="${TMPDIR:-/tmp}/terminalfs-$0"; i=0
 until g=$(cat "$f" 2>/dev/null) && [ -n "$g" ]; do i=$((i+1)); [ "$i" -gt 20 ] && exit 1; sleep 0.1; done
 kill -s "$1" -- "-$g""#;
 
+/// The script that reads back, and removes, the far side's start and end times (epoch
+/// seconds) a wrapper left for token `$0`.
+const TIMES: &str = r#"f="${TMPDIR:-/tmp}/terminalfs-$0.t"; cat "$f" && rm -f "$f""#;
+
 /// How long a new connection may take before the command fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How often each host's reachability is looked at again.
@@ -94,6 +98,11 @@ pub struct Remote {
     /// The write end of the launcher's input, held until the command ends.
     hold: Mutex<Option<OwnedFd>>,
     released: AtomicBool,
+    mode: Mode,
+    /// When the command started and ended on the far side (epoch seconds), once read.
+    times: Mutex<Option<(u64, u64)>>,
+    /// The job to save again once the times are known.
+    job: Mutex<Option<std::sync::Weak<crate::supervisor::Job>>>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -114,6 +123,8 @@ pub struct Launched {
 enum Work {
     Connect(Arc<Host>, Sender<Result<Arc<Master>, String>>),
     Run(Command),
+    /// A session whose output is a remote command's times.
+    Times(Command, Arc<Remote>),
     Stop(Sender<()>),
 }
 
@@ -252,11 +263,20 @@ pub fn stop() {
 /// the short signal sessions, reaped as they end.
 fn serve(receiver: Receiver<Work>) {
     let mut masters: BTreeMap<String, Vec<Arc<Master>>> = BTreeMap::new();
-    let mut running: Vec<Child> = Vec::new();
+    let mut running: Vec<(Child, Option<Arc<Remote>>)> = Vec::new();
     let mut count = 0u64;
     loop {
         let work = receiver.recv_timeout(Duration::from_secs(1));
-        running.retain_mut(|child| matches!(child.try_wait(), Ok(None)));
+        running.retain_mut(|(child, remote)| match child.try_wait() {
+            Ok(None) => true,
+            Ok(Some(status)) => {
+                if let Some(remote) = remote.take().filter(|_| status.success()) {
+                    remote.took_times(child.stdout.take());
+                }
+                false
+            }
+            Err(_) => false,
+        });
         for pool in masters.values_mut() {
             pool.retain(|master| master.ended().is_none());
         }
@@ -289,7 +309,12 @@ fn serve(receiver: Receiver<Work>) {
             }
             Ok(Work::Run(mut command)) => {
                 if let Ok(child) = owned(&mut command).spawn() {
-                    running.push(child);
+                    running.push((child, None));
+                }
+            }
+            Ok(Work::Times(mut command, remote)) => {
+                if let Ok(child) = owned(&mut command).stdout(Stdio::piped()).spawn() {
+                    running.push((child, Some(remote)));
                 }
             }
             Ok(Work::Stop(done)) => {
@@ -486,6 +511,9 @@ pub fn launch(host: &Arc<Host>, name: &str, text: &[u8], mode: Mode) -> Result<L
             master,
             hold: Mutex::new(hold),
             released: AtomicBool::new(false),
+            mode,
+            times: Mutex::new(None),
+            job: Mutex::new(None),
         }),
     })
 }
@@ -493,6 +521,67 @@ pub fn launch(host: &Arc<Host>, name: &str, text: &[u8], mode: Mode) -> Result<L
 impl Remote {
     pub fn host(&self) -> &Arc<Host> {
         &self.host
+    }
+
+    /// Saves `job`'s record again once the far side's times are read.
+    pub fn belongs_to(&self, job: std::sync::Weak<crate::supervisor::Job>) {
+        *self.job.lock() = Some(job);
+    }
+
+    /// When the command started and ended on the far side (epoch seconds), once
+    /// known: read back over the connection after it ends (not on a terminal, where
+    /// the wrapper gives way to the shell).
+    pub fn times(&self) -> Option<(u64, u64)> {
+        *self.times.lock()
+    }
+
+    fn took_times(&self, stdout: Option<std::process::ChildStdout>) {
+        use std::io::Read;
+        let mut text = String::new();
+        if let Some(mut stdout) = stdout {
+            let _ = stdout.read_to_string(&mut text);
+        }
+        let mut words = text.split_whitespace().map(str::parse::<u64>);
+        if let (Some(Ok(start)), Some(Ok(end))) = (words.next(), words.next()) {
+            *self.times.lock() = Some((start, end));
+            let job = self.job.lock().as_ref().and_then(std::sync::Weak::upgrade);
+            if let Some(job) = job {
+                job.save_record();
+            }
+        }
+    }
+
+    /// A session that runs `script` with the token and `arg` on the far side, over
+    /// the kept connection (ssh) or a new exec (kubectl).
+    fn session(&self, script: &str, arg: &str) -> Option<Command> {
+        match &self.host.engine {
+            Engine::Ssh(destination) => {
+                let master = self.master.as_ref()?;
+                let mut command = Command::new("ssh");
+                command
+                    .arg("-S")
+                    .arg(&master.socket)
+                    .args(["-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T"])
+                    .args(&self.host.options)
+                    .arg(destination)
+                    .arg("--");
+                let mut remote = b"sh -c ".to_vec();
+                remote.extend(quote(script.as_bytes()));
+                remote.extend(format!(" {} {arg}", self.token).as_bytes());
+                command.arg(OsString::from_vec(remote));
+                Some(command)
+            }
+            Engine::Kubectl(target) => {
+                let mut command = Command::new("kubectl");
+                command
+                    .arg("exec")
+                    .args(&self.host.options)
+                    .arg(target)
+                    .args(["--", "sh", "-c", script, &self.token, arg]);
+                Some(command)
+            }
+            Engine::Srun => None,
+        }
     }
 
     /// Sends `signal` to the far side's process group (or job step). Returns whether
@@ -506,33 +595,10 @@ impl Remote {
             _ => signal.to_string(),
         };
         let command = match &self.host.engine {
-            Engine::Ssh(destination) => {
-                let Some(master) = &self.master else {
-                    return true;
-                };
-                let mut command = Command::new("ssh");
-                command
-                    .arg("-S")
-                    .arg(&master.socket)
-                    .args(["-o", "ControlMaster=no", "-o", "BatchMode=yes", "-T"])
-                    .args(&self.host.options)
-                    .arg(destination)
-                    .arg("--");
-                let mut remote = b"sh -c ".to_vec();
-                remote.extend(quote(SIGNAL.as_bytes()));
-                remote.extend(format!(" {} {word}", self.token).as_bytes());
-                command.arg(OsString::from_vec(remote));
-                command
-            }
-            Engine::Kubectl(target) => {
-                let mut command = Command::new("kubectl");
-                command
-                    .arg("exec")
-                    .args(&self.host.options)
-                    .arg(target)
-                    .args(["--", "sh", "-c", SIGNAL, &self.token, &word]);
-                command
-            }
+            Engine::Ssh(_) | Engine::Kubectl(_) => match self.session(SIGNAL, &word) {
+                Some(command) => command,
+                None => return true,
+            },
             Engine::Srun => {
                 if signal == libc::SIGTERM {
                     // srun cancels the step itself on TERM.
@@ -559,8 +625,14 @@ impl Remote {
 
     /// The launcher has ended with `code`: its session and held input are let go of.
     /// A reason when the connection it ran over was lost.
-    pub fn ended(&self, code: i32) -> Option<String> {
+    pub fn ended(self: &Arc<Self>, code: i32) -> Option<String> {
         drop(self.hold.lock().take());
+        if code != -1 && self.mode != Mode::Terminal && !self.released.load(Ordering::SeqCst) {
+            if let (Some(mut command), Ok(driver)) = (self.session(TIMES, ""), driver()) {
+                command.stdin(Stdio::null()).stderr(Stdio::null());
+                let _ = driver.work.send(Work::Times(command, self.clone()));
+            }
+        }
         let master = self.master.as_ref()?;
         if !self.released.swap(true, Ordering::SeqCst) {
             master.sessions.fetch_sub(1, Ordering::SeqCst);

@@ -11,8 +11,10 @@ exec 3<&-
 fi
 w=$!
 n=; if command -v setsid >/dev/null 2>&1; then n=setsid; elif command -v perl >/dev/null 2>&1; then n="perl -e setpgrp(0,0);exec(@ARGV)or(die)"; fi
+a=$(date +%s)
 $n sh -c 'echo "$$" >"$0"; exec "$@"' "$f" "$s" -c "$c"
 r=$?
 kill "$w" 2>/dev/null
+echo "$a $(date +%s)" >"$f.t"
 rm -f "$f"
 exit "$r"

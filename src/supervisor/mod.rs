@@ -527,6 +527,7 @@ impl Supervisor {
                 match crate::hosts::driver::launch(host, &request.name, &request.text, mode) {
                     Ok(launched) => {
                         job.set_remote(launched.remote.clone());
+                        launched.remote.belongs_to(Arc::downgrade(&job));
                         Some(launched)
                     }
                     Err(message) => {

@@ -57,6 +57,8 @@ pub struct JobSnapshot {
     pub terminal: Option<(TerminalSize, (u16, u16))>,
     /// The remote host it runs on (see [`crate::hosts`]); None: this machine.
     pub host: Option<String>,
+    /// When it started and ended on that host (epoch seconds), once known.
+    pub remote_times: Option<(u64, u64)>,
     /// The driver stopped before its output ended: the last bytes may be missing, and
     /// each file says so where its stored part ends.
     pub output_cut_short: bool,
@@ -132,8 +134,9 @@ pub struct Job {
     kept_screen: Option<KeptScreen>,
     /// Its launcher's far side, for a command on a remote host; set before it starts.
     remote: std::sync::OnceLock<Arc<crate::hosts::driver::Remote>>,
-    /// The host an earlier driver ran it on.
+    /// The host an earlier driver ran it on, and the far side's times it knew.
     restored_host: Option<String>,
+    restored_times: Option<(u64, u64)>,
 }
 
 impl Job {
@@ -170,6 +173,7 @@ impl Job {
             kept_screen: None,
             remote: std::sync::OnceLock::new(),
             restored_host: None,
+            restored_times: None,
             state: Watched::new(State {
                 life: Life::Starting,
                 // The pipes exist from the start; the pump counts them closed.
@@ -645,6 +649,15 @@ impl Job {
             terminal: self.terminal_state(),
             output_cut_short: shown.cut_short,
             host: self.host(),
+            remote_times: self.remote_times(),
+        }
+    }
+
+    /// When it started and ended on its remote host (epoch seconds), once known.
+    fn remote_times(&self) -> Option<(u64, u64)> {
+        match self.remote.get() {
+            Some(remote) => remote.times(),
+            None => self.restored_times,
         }
     }
 
