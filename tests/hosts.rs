@@ -85,6 +85,16 @@ fn result_host(mount: &Mount, name: &str) -> Value {
 }
 
 #[test]
+fn selftest_runs_a_command_on_every_host() {
+    let sshd = Sshd::start();
+    let mount = mount_with(json!({"box": sshd.entry()}), &[]);
+    let out = crate::common::run_binary(&[&"selftest", &"--path", &mount.path]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("ran a command on each host: box"), "{said}");
+}
+
+#[test]
 fn a_mount_can_send_every_command_to_a_host() {
     let sshd = Sshd::start();
     let mount = mount_with(json!({"box": sshd.entry()}), &["--host", "box"]);
