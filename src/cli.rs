@@ -207,8 +207,8 @@ pub struct Cli {
 #[derive(Debug, clap::Subcommand)]
 pub enum Subcommand {
     /// Exercise a live mount the way its users do (run, wait, output order, follow,
-    /// kill, signals, refusals, the index, events, expiry), print one line per check;
-    /// exit 1 if any fails
+    /// kill, signals, refusals, the index, events, expiry, each remote host), print one
+    /// line per check; exit 1 if any fails
     Selftest {
         /// The mount to test [default: --path, else ~/mnt/terminalfs]
         #[arg(long, value_name = "DIR")]
