@@ -282,7 +282,10 @@ fn serve(receiver: Receiver<Work>) {
         }
         match work {
             Ok(Work::Connect(host, reply)) => {
-                let pool = masters.entry(host.name.clone()).or_default();
+                // Keyed by how the host is reached, so an edit of its entry in the
+                // settings never reuses a connection made the old way.
+                let key = format!("{:?}\0{:?}", host.engine, host.options);
+                let pool = masters.entry(key).or_default();
                 let free = pool
                     .iter()
                     .find(|master| master.sessions.load(Ordering::SeqCst) < host.max_sessions);
