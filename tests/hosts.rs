@@ -115,6 +115,9 @@ fn bad_host_picks_and_entries_are_refused_with_a_sentence() {
         reason.contains("host=elsewhere names no host") && reason.contains("box"),
         "{reason}"
     );
+    // cwd= names a directory here; a host's directory is its entry's.
+    let reason = refused(&mount, "c", "#terminalfs host=box cwd=/\ntrue");
+    assert!(reason.contains("set \"cwd\" in its entry"), "{reason}");
     // The deny list judges the text here first.
     assert!(refused(&mount, "s", "#terminalfs host=box\nsudo true").contains("Bash(sudo:*)"));
     // A mount without hosts refuses host=.
