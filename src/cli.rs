@@ -164,6 +164,10 @@ pub struct Cli {
     /// even where it does not say "enabled" (see docs/sandbox.md)
     #[arg(long)]
     pub sandbox: bool,
+    /// Run commands that name no host on this entry of the settings' `hosts` table
+    /// (`local`: this machine); `#terminalfs host=NAME` picks another. See docs/hosts.md
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
 
     /// The audit log of every decision (created 0600; a symbolic link is refused)
     /// [default: $XDG_STATE_HOME/terminalfs/audit.jsonl, else
@@ -208,8 +212,8 @@ pub struct Cli {
 #[derive(Debug, clap::Subcommand)]
 pub enum Subcommand {
     /// Exercise a live mount the way its users do (run, wait, output order, follow,
-    /// kill, signals, refusals, the index, events, expiry), print one line per check;
-    /// exit 1 if any fails
+    /// kill, signals, refusals, the index, events, expiry, each remote host), print one
+    /// line per check; exit 1 if any fails
     Selftest {
         /// The mount to test [default: --path, else ~/mnt/terminalfs]
         #[arg(long, value_name = "DIR")]

@@ -23,6 +23,8 @@ pub struct Config {
     pub(crate) kill_grace: Duration,
     pub(crate) allowlist: bool,
     pub(crate) sandbox: bool,
+    /// The host of commands that name none (`--host`).
+    pub(crate) host: Option<String>,
     pub(crate) daemon: bool,
     /// Log every failed file operation (`--verbose` or `TERMINALFS_LOG=debug`).
     pub(crate) verbose: bool,
@@ -112,6 +114,7 @@ impl Config {
             kill_grace: cli.kill_grace,
             allowlist: cli.allowlist,
             sandbox: cli.sandbox,
+            host: cli.host.clone(),
             daemon: cli.daemon,
             verbose: cli.verbose || crate::log::verbose_from_env(),
             pid_file: cli.pid_file.as_deref().map(absolute),

@@ -7,6 +7,7 @@ pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod fs;
 pub(crate) mod fuse;
+pub(crate) mod hosts;
 pub(crate) mod log;
 pub(crate) mod mounts;
 pub(crate) mod owned;

@@ -32,6 +32,7 @@ const CHECKS: &[Check] = &[
     ("index", index),
     ("events", events),
     ("expiry", expiry),
+    ("hosts", hosts),
 ];
 
 /// How many checks passed and failed.
@@ -419,6 +420,52 @@ fn events(client: &mut Client) -> Outcome {
         }
     }
     Err(format!("events never said `{}`", want.trim()))
+}
+
+/// Every host `/index.md` lists runs a command and says so in `result.json`; the
+/// check names the ones that did not.
+fn hosts(client: &mut Client) -> Outcome {
+    let page = client.read("index.md")?;
+    let Some((_, table)) = page.split_once("\n## Hosts\n") else {
+        return Ok("no hosts in the settings file".to_string());
+    };
+    let names: Vec<String> = table
+        .lines()
+        .filter_map(|line| line.strip_prefix("| "))
+        .filter_map(|row| row.split(" |").next())
+        .filter(|name| *name != "host" && !name.starts_with('-'))
+        .map(str::to_string)
+        .collect();
+    let mut failed = Vec::new();
+    for (index, host) in names.iter().enumerate() {
+        let text = format!("#terminalfs host={host}\necho selftest on {host}");
+        let outcome = client
+            .start(&format!("host{index}"), &text)
+            .and_then(|name| {
+                let word = client.wait(&name)?;
+                let said = client.read(&format!("cmd/{name}/stdout"))?;
+                let result = client.read(&format!("cmd/{name}/result.json"))?;
+                if word == "completed\n"
+                    && said == format!("selftest on {host}\n")
+                    && result.contains(&format!("\"host\": \"{host}\""))
+                {
+                    Ok(())
+                } else {
+                    let reason = client
+                        .read(&format!("cmd/{name}/reason"))
+                        .unwrap_or_default();
+                    Err(format!("{host}: {} {}", word.trim(), reason.trim()))
+                }
+            });
+        if let Err(why) = outcome {
+            failed.push(why);
+        }
+    }
+    if failed.is_empty() {
+        Ok(format!("ran a command on each host: {}", names.join(", ")))
+    } else {
+        Err(format!("hosts that failed: {}", failed.join("; ")))
+    }
 }
 
 fn expiry(client: &mut Client) -> Outcome {

@@ -25,13 +25,13 @@ fn selftest_passes_every_check_on_a_live_mount() {
         checks,
         [
             "run", "error", "order", "follow", "kill", "signal", "refusal", "index", "events",
-            "expiry"
+            "expiry", "hosts"
         ],
         "{lines:#?}"
     );
     assert_eq!(
         lines.last().unwrap(),
-        &format!("selftest: 10 passed, 0 failed at {}", mount.path.display())
+        &format!("selftest: 11 passed, 0 failed at {}", mount.path.display())
     );
     // It cleans up after itself: nothing of its own is left under cmd/ or ctl/.
     for dir in ["cmd", "ctl"] {
@@ -68,7 +68,7 @@ fn selftest_fails_where_the_mount_misbehaves() {
         "{lines:#?}"
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("selftest: 6 of 10 checks failed"),
+        String::from_utf8_lossy(&out.stderr).contains("selftest: 6 of 11 checks failed"),
         "{lines:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -11,6 +11,7 @@ mod drafts;
 mod driver;
 mod edges;
 mod events;
+mod hosts;
 mod interactive;
 mod lifetime;
 mod mount;

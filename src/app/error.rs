@@ -69,6 +69,8 @@ pub enum AppError {
     Audit(crate::policy::audit::AuditError),
     /// A panic stopped the driver (see `crate::panics`).
     Panicked(&'static str),
+    /// `--host` names no host, or the connections to hosts cannot be set up.
+    Hosts(String),
 }
 
 impl std::fmt::Display for AppError {
@@ -83,6 +85,7 @@ impl std::fmt::Display for AppError {
             ),
             AppError::Settings(error) => error.fmt(f),
             AppError::StateDir(error) => error.fmt(f),
+            AppError::Hosts(why) => f.write_str(why),
             AppError::Audit(error) => error.fmt(f),
             AppError::CwdNotADirectory { path } => {
                 write!(f, "--cwd {} is not a directory", path.display())

@@ -696,8 +696,21 @@ pub fn run(config: Config) -> Result<(), AppError> {
                 mount: Some(config.path.clone()),
                 home: crate::policy::home_dir(),
                 ..Default::default()
-            }),
+            })
+            .with_default_host(config.host.clone()),
     );
+    if let Some(name) = &config.host {
+        policy
+            .rules()
+            .hosts
+            .choose(Some(name), false)
+            .map_err(|why| {
+                AppError::Hosts(format!(
+                    "--host {name}: {}",
+                    why.trim_start_matches("refused: ")
+                ))
+            })?;
+    }
     if !config.cwd.is_dir() {
         return Err(AppError::CwdNotADirectory {
             path: config.cwd.clone(),
@@ -733,6 +746,12 @@ fn serve(
     // Dropped (the file removed) before the state directory's lock: `--unmount` waits
     // for that lock, and returns only once the pid file is gone.
     let _pid_file = pid_file;
+    let hosts_policy = policy.clone();
+    crate::hosts::driver::start(
+        &config.state_dir,
+        Box::new(move || hosts_policy.rules().hosts.clone()),
+    )
+    .map_err(AppError::Hosts)?;
     prepare_mount_point(&config.path)?;
     // Where the kernel will list the mount (a symbolic link resolved), found before it
     // is mounted: afterwards a look at the path would be a request to this very driver.
@@ -928,6 +947,7 @@ fn serve(
     ));
     sd_notify("STOPPING=1");
     supervisor.shutdown();
+    crate::hosts::driver::stop();
     clock.stop();
     waker.shutdown();
     policy.stop();

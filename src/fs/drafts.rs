@@ -607,6 +607,13 @@ impl Tree {
                 Input::Terminal(size) => Stdin::Terminal(size),
             },
             sandbox: self.policy.sandbox_mode(directives.sandbox),
+            // Judged at the decision; an edit of the settings since may have taken it
+            // away, and then the command does not run here instead.
+            host: directives.host.as_deref().map(|name| {
+                self.policy.rules().hosts.get(name).cloned().ok_or_else(|| {
+                    format!("host {name} is no longer in the settings file; nothing ran")
+                })
+            }),
         };
         let keep = directives.keep.unwrap_or(self.config.keep);
         let script = shell_input.then(Default::default);

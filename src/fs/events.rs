@@ -269,8 +269,15 @@ impl Feed {
                         .unwrap_or(SystemTime::UNIX_EPOCH),
                 },
             );
+            // A remote command's lines name its host after the word.
+            let host = match state.command(*id).map(|command| &command.run) {
+                Some(Run::Job(job)) => job.host().map(|host| format!(" {host}")),
+                _ => None,
+            }
+            .unwrap_or_default();
             for (place, (at, word)) in words.into_iter().enumerate() {
-                lines.push((at, name.clone(), place, format!("{name} {word}")));
+                let host = if word == "removed" { "" } else { &host };
+                lines.push((at, name.clone(), place, format!("{name} {word}{host}")));
             }
         }
         let now = SystemTime::now();

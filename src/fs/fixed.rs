@@ -81,6 +81,7 @@ impl Tree {
             wait_timeout: self.config.wait_timeout,
             keep: self.config.keep,
             settle: self.config.settle,
+            hosts: crate::hosts::driver::section(&self.policy.rules().hosts),
         }
     }
 

@@ -25,6 +25,8 @@ pub struct Site<'a> {
     pub wait_timeout: Duration,
     pub keep: Duration,
     pub settle: Duration,
+    /// The `/index.md` section on remote hosts (empty without any).
+    pub hosts: String,
 }
 
 impl Site<'_> {
@@ -187,6 +189,7 @@ pub fn root_index(site: &Site) -> String {
     for line in &site.sandbox {
         page.push_str(&format!("- {line}\n"));
     }
+    page.push_str(&site.hosts);
     if !site.ignored.is_empty() {
         page.push_str(
             "\n## Ignored settings entries\n\n\
@@ -604,6 +607,13 @@ pub fn skill(site: &Site) -> String {
          has taken nothing for {wait} seconds, a write fails with \"Resource temporarily \
          unavailable\", having delivered nothing of itself; a write after the command \
          stopped, or after `rm` of `stdin`, fails with \"Broken pipe\".\n\n\
+         ## Other machines\n\n\
+         `#terminalfs host=NAME` runs a command on a host of the settings' `hosts` table \
+         (ssh, `kubectl exec` or `srun`; `/index.md` lists them and whether each is reachable \
+         now). The files, `kill` words, `timeout=`, `stdin` and `tty` work as here; `stdout` \
+         and `stderr` come apart, so `output` keeps each stream's order, not the order \
+         between them. An unknown name is refused; a host that cannot be reached ends the \
+         command as `error` with ssh's words in `reason`.\n\n\
          ## When a write is refused\n\n\
          A write to `ctl/<name>` that fails with \"Operation not permitted\" was refused by \
          the deny list. The command did not run; `{m}/cmd/<name>/reason` names the rule, \
@@ -701,6 +711,15 @@ pub fn result_json(name: &str, text: &[u8], snapshot: &JobSnapshot, status: &str
         "shell": snapshot.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
         "cwd": snapshot.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
         "containment": snapshot.containment,
+        "host": snapshot.host,
+        // The far side's clock: when the command started and ended there.
+        "remote": snapshot.remote_times.map(|(start, end)| json!({
+            "started_at": rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(start)),
+            "finished_at": rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(end)),
+            "duration_s": end.saturating_sub(start),
+        })),
+        // Across a launcher's two streams only each stream's own order survives.
+        "output_order": snapshot.host.as_ref().map(|_| "per stream"),
         "memory_limit": snapshot.memory_limit,
         "sandbox": snapshot.sandbox,
         "terminal": snapshot.terminal.map(|(size, (row, col))| json!({
@@ -732,6 +751,7 @@ mod tests {
             wait_timeout: Duration::from_secs(25),
             keep: Duration::from_secs(60),
             settle: Duration::from_millis(250),
+            hosts: String::new(),
         }
     }
 

@@ -18,6 +18,9 @@
 //! writes into, `tty` (or `tty=COLSxROWS`, 120x40 unless given) a terminal. `tty` wins
 //! over `stdin`, since a terminal takes input too; each of them is a key of its own, so
 //! `tty stdin` is fine and `tty tty=80x24` is a key given twice.
+//!
+//! `host=NAME` names where it runs (an entry of the settings' `hosts`, or `local`);
+//! whether that name may be used is the policy's to judge (see `crate::hosts`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,6 +53,8 @@ pub struct Directives {
     pub cwd: Option<PathBuf>,
     /// How it asks to run with respect to the sandbox (`sandbox=off`).
     pub sandbox: crate::sandbox::Choice,
+    /// The host it runs on (`host=NAME`).
+    pub host: Option<String>,
 }
 
 /// Reads the `#terminalfs` lines at the top of a command.
@@ -193,7 +198,7 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
     let Some((key, value)) = pair.split_once('=') else {
         return Err(format!(
             "the #terminalfs directive '{pair}' is not key=value (keys: timeout, memory, keep, \
-             cwd, tty=COLSxROWS; words: stdin, tty)"
+             cwd, host, tty=COLSxROWS, sandbox=off; words: stdin, tty)"
         ));
     };
     let bad = |err: String| format!("the #terminalfs directive {key}={value} is not valid: {err}");
@@ -215,6 +220,7 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
         "keep" => directives.keep = Some(parse_duration(value).map_err(|e| bad(e.to_string()))?),
         "cwd" if value.is_empty() => return Err(bad("it names no directory".to_owned())),
         "cwd" => directives.cwd = Some(PathBuf::from(value)),
+        "host" => directives.host = Some(value.to_owned()),
         "tty" => {
             directives.input =
                 Input::Terminal(TerminalSize::parse(value).map_err(|e| bad(e.to_string()))?)
@@ -224,7 +230,7 @@ fn apply(directives: &mut Directives, pair: &str) -> Result<(), String> {
         _ => {
             return Err(format!(
                 "the #terminalfs directive has an unknown key '{key}' (keys: timeout, memory, \
-                 keep, cwd, tty=COLSxROWS, sandbox=off; words: stdin, tty)"
+                 keep, cwd, host, tty=COLSxROWS, sandbox=off; words: stdin, tty)"
             ))
         }
     }

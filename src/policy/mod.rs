@@ -106,6 +106,9 @@ impl Explained {
                 out.push_str(&format!("reason: {reason}\n"));
             }
         }
+        if let (Verdict::Allow, Some(host)) = (&self.verdict, &self.directives.host) {
+            out.push_str(&format!("host: {host} (the text runs there)\n"));
+        }
         if let (Verdict::Allow, Some(why)) = (&self.verdict, &self.shell_input) {
             out.push_str(&format!(
                 "input: checked against the rules as a shell's script, as {why}\n"
@@ -187,6 +190,8 @@ pub struct Policy {
     home: Option<String>,
     /// What the sandbox needs beyond the settings (`--sandbox`, the driver's paths).
     sandbox: Arc<crate::sandbox::Context>,
+    /// The host a command runs on when it names none (`--host`).
+    default_host: Option<String>,
     /// The rules in force. A check clones the `Arc` and lets go at once; a reload swaps it.
     rules: RwLock<Arc<RuleSet>>,
     /// What the file looked like at the last look. Held for a whole reload (stat, read,
@@ -261,6 +266,7 @@ impl Policy {
                 home: home_dir(),
                 ..Default::default()
             }),
+            default_host: None,
             rules: RwLock::new(Arc::new(rules)),
             seen: Mutex::new(Seen {
                 stamp: Some(Stamp::of(&meta)),
@@ -314,6 +320,12 @@ impl Policy {
     pub fn refresh_sandbox(&self) {
         let cwd = self.start_dir.as_deref().unwrap_or("/");
         self.sandbox.refresh(&self.rules().sandbox, Path::new(cwd));
+    }
+
+    /// Runs commands that name no host on `host` (`--host`; `local` is this machine).
+    pub fn with_default_host(mut self, host: Option<String>) -> Policy {
+        self.default_host = host;
+        self
     }
 
     /// The settings file (absolute).
@@ -420,6 +432,22 @@ impl Policy {
             Ok(directives) => directives,
             Err(reason) => return refused(format!("refused: {reason}")),
         };
+        // The host is judged here, before anything leaves the machine; the directive
+        // then names the host the command runs on (None: this machine).
+        let rules = self.rules();
+        let name = directives.host.as_deref().or(self.default_host.as_deref());
+        match rules.hosts.choose(name, self.sandbox_enabled()) {
+            // `cwd=` names a directory here; the far side's is its entry's "cwd".
+            Ok(Some(host)) if directives.cwd.is_some() => {
+                return refused(format!(
+                    "refused: cwd= names a directory on this machine, and the command runs \
+                     on host {}; set \"cwd\" in its entry of the settings' hosts instead",
+                    host.name
+                ))
+            }
+            Ok(host) => directives.host = host.map(|host| host.name.clone()),
+            Err(reason) => return refused(reason),
+        }
         // A `cwd=` directive moves where the commands start, and so what they name.
         let start_dir = match &directives.cwd {
             Some(dir) => canonical_dir(dir),
@@ -446,7 +474,13 @@ impl Policy {
                 &split.commands,
             ) {
                 Ok(choice) => {
-                    directives.sandbox = choice;
+                    // A host command has passed `Hosts::choose`: under the sandbox only
+                    // an entry marked "unsandboxed" gets here, and its launcher runs
+                    // outside (it needs the network and ~/.ssh).
+                    directives.sandbox = match directives.host {
+                        Some(_) => crate::sandbox::Choice::Host,
+                        None => choice,
+                    };
                     Verdict::Allow
                 }
                 Err(reason) => refusal(reason),

@@ -77,6 +77,8 @@ pub struct RuleSet {
     pub warnings: Vec<String>,
     /// The `sandbox` section, with what `Edit`, `Read` and `WebFetch` rules add to it.
     pub sandbox: std::sync::Arc<crate::sandbox::Section>,
+    /// The `hosts` table: where `#terminalfs host=NAME` may send a command.
+    pub hosts: crate::hosts::Hosts,
 }
 
 impl RuleSet {
@@ -95,10 +97,12 @@ impl RuleSet {
                 kind(&value)
             ));
         };
+        let hosts = crate::hosts::Hosts::parse(&top)?;
         let Some(permissions) = top.get("permissions") else {
             let sandbox = crate::sandbox::Section::parse(top.get("sandbox"), &[])?;
             return Ok(RuleSet {
                 sandbox: sandbox.into(),
+                hosts,
                 ..RuleSet::default()
             });
         };
@@ -109,7 +113,10 @@ impl RuleSet {
                 kind(permissions)
             ));
         };
-        let mut rules = RuleSet::default();
+        let mut rules = RuleSet {
+            hosts,
+            ..RuleSet::default()
+        };
         for key in ["deny", "ask", "allow"] {
             let list = rule_list(permissions.get(key), key, &mut rules)?;
             match key {

@@ -38,6 +38,8 @@ pub enum Choice {
     Excluded,
     /// The kernel lacks what the settings ask and `failIfUnavailable` is false.
     Unavailable,
+    /// It runs on a remote host whose entry says `"unsandboxed": true`.
+    Host,
 }
 
 /// Files under the home directory no command may write, even below its working
@@ -419,6 +421,7 @@ impl Mode {
         }
         match choice {
             Choice::Off if section.allow_unsandboxed => Mode::Outside(Choice::Off),
+            Choice::Host => Mode::Outside(Choice::Host),
             Choice::Excluded if section.excludes_any() => Mode::Outside(Choice::Excluded),
             Choice::Unavailable if !section.fail_if_unavailable => {
                 Mode::Outside(Choice::Unavailable)
@@ -449,6 +452,10 @@ impl Mode {
             Mode::Outside(choice) => {
                 let report = match choice {
                     Choice::Off => Report::outside("off", "#terminalfs sandbox=off"),
+                    Choice::Host => Report::outside(
+                        "host",
+                        "it runs on a remote host whose entry says \"unsandboxed\": true",
+                    ),
                     Choice::Excluded => Report::outside(
                         "excluded",
                         "every simple command matches sandbox.excludedCommands",
@@ -559,6 +566,7 @@ pub fn choice_text(policy: &crate::policy::Policy, choice: Choice) -> &'static s
         Mode::Inside(..) => "inside",
         Mode::Outside(Choice::Off) => "outside (#terminalfs sandbox=off, allowed)",
         Mode::Outside(Choice::Excluded) => "outside (every simple command is excluded)",
+        Mode::Outside(Choice::Host) => "outside (on a host whose entry says unsandboxed)",
         Mode::Outside(_) => "outside (the kernel cannot enforce it; failIfUnavailable is false)",
     }
 }

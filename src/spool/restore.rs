@@ -30,7 +30,11 @@ impl Spool {
         let mut found = Vec::new();
         for entry in entries.flatten() {
             let path = entry.path();
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            // A command's name never starts with '.': such a directory is another's
+            // (the control sockets of remote hosts).
+            if !entry.file_type().is_ok_and(|t| t.is_dir())
+                || entry.file_name().as_encoded_bytes().starts_with(b".")
+            {
                 continue;
             }
             let restored = match std::fs::symlink_metadata(path.join(META_FILE)) {

@@ -155,6 +155,10 @@ pub struct SpawnRequest {
     pub cwd: Option<PathBuf>,
     /// Whether and how it runs in the sandbox.
     pub sandbox: crate::sandbox::Mode,
+    /// The remote host it runs on through its launcher (see [`crate::hosts`]); None:
+    /// this machine.
+    /// An Err says why the host named cannot be used now.
+    pub host: Option<Result<Arc<crate::hosts::Host>, String>>,
 }
 
 /// The descriptors a command's standard streams are made of.
@@ -509,7 +513,49 @@ impl Supervisor {
         let capture = self.spool.capture(&request.name, &request.text);
         let job = Job::new(id, capture, &config, cgroup, containment, memory, input);
         let job = Arc::new(job);
-        match self.fork(&job, &request, child, pump, procs, rlimit) {
+        let launched = match &request.host {
+            None => None,
+            Some(Err(why)) => {
+                drop(child);
+                drop(pump);
+                return self.failed(job, &format!("terminalfs: {why}\n"));
+            }
+            Some(Ok(host)) => {
+                let mode = match request.stdin {
+                    Stdin::Terminal(_) => crate::hosts::driver::Mode::Terminal,
+                    Stdin::Pipe => crate::hosts::driver::Mode::Pipe,
+                    _ => crate::hosts::driver::Mode::Closed,
+                };
+                match crate::hosts::driver::launch(host, &request.name, &request.text, mode) {
+                    Ok(launched) => {
+                        job.set_remote(launched.remote.clone());
+                        launched.remote.belongs_to(Arc::downgrade(&job));
+                        Some(launched)
+                    }
+                    Err(message) => {
+                        drop(child);
+                        drop(pump);
+                        return self.failed(job, &format!("terminalfs: {message}\n"));
+                    }
+                }
+            }
+        };
+        let child = match &launched {
+            Some(launched) if child.0.is_none() => {
+                let stdin = launched.stdin.as_ref().and_then(|fd| fd.try_clone().ok());
+                (stdin, child.1, child.2, child.3)
+            }
+            _ => child,
+        };
+        match self.fork(
+            &job,
+            &request,
+            launched.as_ref(),
+            child,
+            pump,
+            procs,
+            rlimit,
+        ) {
             Ok((pid, birth)) => {
                 job.mark_started(pid, SystemTime::now(), Instant::now());
                 self.live.lock().insert(id, job.clone());
@@ -532,10 +578,12 @@ impl Supervisor {
 
     /// Makes the command's pipes and forks its child (see [`spawn`]); returns its pid and
     /// who forked it, or why it could not start.
+    #[allow(clippy::too_many_arguments)]
     fn fork(
         &self,
         job: &Arc<Job>,
         request: &SpawnRequest,
+        launched: Option<&crate::hosts::driver::Launched>,
         (stdin, stdout_write, stderr_write, stderr_file): (
             Option<OwnedFd>,
             OwnedFd,
@@ -561,12 +609,23 @@ impl Supervisor {
         } else {
             None
         };
-        let args: Vec<&OsStr> = match &script {
+        let script = script.filter(|_| launched.is_none());
+        let mut args: Vec<&OsStr> = match &script {
             Some(_) => vec![OsStr::new("/dev/fd/3")],
             None => vec![OsStr::new("-c"), OsStr::from_bytes(&request.text)],
         };
         let cwd = request.cwd.as_ref().unwrap_or(&self.config.cwd);
-        let what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
+        let mut program = self.config.shell.as_path();
+        let mut what = format!("{} -c in {}", self.config.shell.display(), cwd.display());
+        if let Some(launched) = launched {
+            program = std::path::Path::new(&launched.program);
+            args = launched.args.iter().map(|arg| arg.as_os_str()).collect();
+            what = format!(
+                "{} for host {}",
+                program.display(),
+                launched.remote.host().name
+            );
+        }
         let sandbox = request.sandbox.prepare(
             &request.name,
             cwd,
@@ -586,24 +645,18 @@ impl Supervisor {
         #[cfg(target_os = "macos")]
         let wrapped: Vec<&OsStr>;
         #[cfg(target_os = "macos")]
-        let (shell, args) = match &sandbox.profile {
+        let (program, args) = match &sandbox.profile {
             Some(profile) => {
-                wrapped = [
-                    OsStr::new("-p"),
-                    OsStr::new(profile),
-                    self.config.shell.as_os_str(),
-                ]
-                .into_iter()
-                .chain(args.iter().copied())
-                .collect();
+                wrapped = [OsStr::new("-p"), OsStr::new(profile), program.as_os_str()]
+                    .into_iter()
+                    .chain(args.iter().copied())
+                    .collect();
                 (std::path::Path::new(crate::sandbox::SANDBOX_EXEC), wrapped)
             }
-            None => (self.config.shell.as_path(), args),
+            None => (program, args),
         };
-        #[cfg(not(target_os = "macos"))]
-        let shell = self.config.shell.as_path();
         let mut prepared = Prepared::new(
-            shell,
+            program,
             &args,
             cwd,
             self.environment
@@ -815,6 +868,7 @@ mod tests {
                     stdin: Stdin::Closed,
                     cwd: None,
                     sandbox: Default::default(),
+                    host: None,
                 })
             })
             .collect();
@@ -857,6 +911,7 @@ mod tests {
                             stdin: Stdin::Closed,
                             cwd: None,
                             sandbox: Default::default(),
+                            host: None,
                         });
                         jobs_sender.send(job).expect("the test collects jobs");
                         started.fetch_add(1, Ordering::SeqCst);

@@ -5,6 +5,9 @@
 
 #![allow(dead_code)]
 
+pub mod slurm;
+pub mod sshd;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

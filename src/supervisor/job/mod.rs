@@ -55,6 +55,10 @@ pub struct JobSnapshot {
     pub memory_limit: Option<u64>,
     /// For a command on a terminal: its size and the cursor (row, column from 0).
     pub terminal: Option<(TerminalSize, (u16, u16))>,
+    /// The remote host it runs on (see [`crate::hosts`]); None: this machine.
+    pub host: Option<String>,
+    /// When it started and ended on that host (epoch seconds), once known.
+    pub remote_times: Option<(u64, u64)>,
     /// The driver stopped before its output ended: the last bytes may be missing, and
     /// each file says so where its stored part ends.
     pub output_cut_short: bool,
@@ -132,6 +136,11 @@ pub struct Job {
     kept_screen: Option<KeptScreen>,
     /// How it is sandboxed; it also holds its `TMPDIR` and proxy while it is kept.
     sandbox: Mutex<Option<crate::sandbox::Report>>,
+    /// Its launcher's far side, for a command on a remote host; set before it starts.
+    remote: std::sync::OnceLock<Arc<crate::hosts::driver::Remote>>,
+    /// The host an earlier driver ran it on, and the far side's times it knew.
+    restored_host: Option<String>,
+    restored_times: Option<(u64, u64)>,
 }
 
 impl Job {
@@ -167,6 +176,9 @@ impl Job {
             input,
             kept_screen: None,
             sandbox: Mutex::new(None),
+            remote: std::sync::OnceLock::new(),
+            restored_host: None,
+            restored_times: None,
             state: Watched::new(State {
                 life: Life::Starting,
                 // The pipes exist from the start; the pump counts them closed.
@@ -319,6 +331,9 @@ impl Job {
     }
 
     pub(crate) fn mark_failed_to_start(&self, message: &str) {
+        if let Some(remote) = self.remote.get() {
+            remote.ended(-1);
+        }
         {
             let mut capture = self.capture.lock();
             capture.append(Stream::Stderr, message.as_bytes());
@@ -403,8 +418,9 @@ impl Job {
             // Reaped twice: the first account stands.
             Life::Done(_) => return false,
         };
+        let lost = self.remote.get().and_then(|remote| remote.ended(exit.code));
         let end = end.unwrap_or_else(|| End::Exited {
-            note: self.memory_reason(&exit),
+            note: lost.or_else(|| self.memory_reason(&exit)),
         });
         state.life = Life::Done(Done {
             pid,
@@ -592,7 +608,13 @@ impl Job {
         if !group_alive && !cgroup_alive {
             return false;
         }
-        if group_alive {
+        // A remote command's signals go to the far side's group; the launcher here
+        // gets only what the host's engine says it must.
+        let local = match self.remote.get() {
+            Some(remote) if running => remote.signal(signal),
+            _ => true,
+        };
+        if group_alive && local {
             // SAFETY: killpg only sends a signal; a vanished group gives ESRCH.
             unsafe {
                 libc::killpg(pgid, signal);
@@ -626,8 +648,8 @@ impl Job {
             stdout: bytes(Stream::Stdout),
             stderr: bytes(Stream::Stderr),
             output: bytes(Stream::Output),
-            containment: self.containment.clone(),
-            launch: self.launch.clone(),
+            containment: self.containment(),
+            launch: self.launch(),
             memory_limit: self.memory.map(|(bytes, _)| bytes),
             terminal: self.terminal_state(),
             output_cut_short: shown.cut_short,
@@ -636,6 +658,52 @@ impl Job {
                 .lock()
                 .as_ref()
                 .map(crate::sandbox::Report::json),
+            host: self.host(),
+            remote_times: self.remote_times(),
+        }
+    }
+
+    /// When it started and ended on its remote host (epoch seconds), once known.
+    fn remote_times(&self) -> Option<(u64, u64)> {
+        match self.remote.get() {
+            Some(remote) => remote.times(),
+            None => self.restored_times,
+        }
+    }
+
+    /// Makes it a command on a remote host: its signals go through `remote`.
+    pub(crate) fn set_remote(&self, remote: Arc<crate::hosts::driver::Remote>) {
+        let _ = self.remote.set(remote);
+    }
+
+    /// The remote host it runs (or ran) on; None: this machine.
+    pub fn host(&self) -> Option<String> {
+        match self.remote.get() {
+            Some(remote) => Some(remote.host().name.clone()),
+            None => self.restored_host.clone(),
+        }
+    }
+
+    /// How it is contained: for a remote command, the far side's process group.
+    fn containment(&self) -> String {
+        match self.remote.get() {
+            Some(remote) => format!(
+                "a process group on host {} through its launcher ({})",
+                remote.host().name,
+                remote.host().engine.word()
+            ),
+            None => self.containment.clone(),
+        }
+    }
+
+    /// Its shell and working directory: for a remote command, the far side's.
+    fn launch(&self) -> Option<Launch> {
+        match self.remote.get() {
+            Some(remote) => Some(Launch {
+                shell: remote.host().shell().into(),
+                cwd: remote.host().cwd.as_deref().unwrap_or("~").into(),
+            }),
+            None => self.launch.clone(),
         }
     }
 

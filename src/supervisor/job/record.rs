@@ -164,6 +164,11 @@ impl Job {
             input: None,
             kept_screen,
             sandbox: parking_lot::Mutex::new(None),
+            remote: std::sync::OnceLock::new(),
+            restored_host: meta["host"].as_str().map(str::to_string),
+            restored_times: meta["remote_times"][0]
+                .as_u64()
+                .zip(meta["remote_times"][1].as_u64()),
             state: Watched::new(State {
                 life: Life::Done(Done {
                     pid: meta["pid"].as_i64().map(|p| p as i32),
@@ -223,9 +228,11 @@ impl Job {
             "timed_out": life.timed_out(),
             "interrupted": life.interrupted(),
             "reason": life.reason(),
-            "containment": self.containment,
-            "shell": self.launch.as_ref().map(|launch| launch.shell.to_string_lossy()),
-            "cwd": self.launch.as_ref().map(|launch| launch.cwd.to_string_lossy()),
+            "containment": self.containment(),
+            "shell": self.launch().map(|launch| launch.shell.to_string_lossy().into_owned()),
+            "cwd": self.launch().map(|launch| launch.cwd.to_string_lossy().into_owned()),
+            "host": self.host(),
+            "remote_times": self.remote_times().map(|(start, end)| [start, end]),
             "memory_limit": self.memory.map(|(bytes, _)| bytes),
             "terminal": self.kept_screen_now().map(|kept| kept.record()),
             STDOUT_GREW_KEY: ms(capture.grew_at(Stream::Stdout)),
