@@ -643,11 +643,20 @@ impl Remote {
         if code != 255 {
             return None;
         }
-        let said = master.ended()?;
-        Some(format!(
-            "host {}: the connection was lost while the command ran; {said}",
-            self.host.describe()
-        ))
+        // ssh says 255 for its own failures and for a remote `exit 255` alike. The
+        // master usually ends with the connection, but under load it may not have been
+        // reaped yet; this runs under the job's lock, so it is not waited for.
+        Some(match master.ended() {
+            Some(said) => format!(
+                "host {}: the connection was lost while the command ran; {said}",
+                self.host.describe()
+            ),
+            None => format!(
+                "host {}: ssh ended with status 255: the connection was lost while the \
+                 command ran, or the command itself exited 255",
+                self.host.describe()
+            ),
+        })
     }
 }
 
