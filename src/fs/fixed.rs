@@ -147,7 +147,7 @@ impl Tree {
             }
             names::SKILLS_INDEX => pages::skills_index(),
             names::SKILLS_TFS_INDEX => pages::skill_dir_index(),
-            names::SKILL_MD => pages::skill(&site),
+            names::SKILL_MD => super::skill::skill(&site),
             _ => unreachable!("is_page lists exactly the pages rendered here"),
         };
         page.into_bytes()

@@ -25,6 +25,7 @@ mod kill;
 pub mod names;
 pub mod pages;
 mod restore;
+mod skill;
 mod slots;
 mod state;
 pub mod stderr;
