@@ -178,7 +178,8 @@ fn names_no_tool(entry: &str) -> bool {
             && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
-fn kind(value: &Value) -> &'static str {
+/// How a JSON value is named in a sentence about the settings file.
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -7,6 +7,7 @@
 //! reader does not know are warned about, except keys that would narrow access
 //! ([`NARROWING`]): those are errors until they are enforced.
 
+use crate::policy::settings::kind;
 use serde_json::{Map, Value};
 
 use crate::policy::Rule;
@@ -139,17 +140,6 @@ impl std::fmt::Display for Domain {
             Domain::Exact(name) => f.write_str(name),
             Domain::Below(name) => write!(f, "*.{name}"),
         }
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 
