@@ -31,7 +31,7 @@ pub use input::{Input, InputError, Stdin, KEYS_NEED_A_TERMINAL};
 #[cfg(test)]
 pub(crate) use job::Exit;
 use job::Stop;
-pub use job::{Job, JobSnapshot, Standing, Stream, StreamBytes, Turns};
+pub use job::{Job, JobSnapshot, RecordError, Standing, Stream, StreamBytes, Turns};
 pub(crate) use pump::pipe;
 
 use crate::spool::Spool;
@@ -324,7 +324,7 @@ impl Supervisor {
         meta: &serde_json::Value,
         capture: crate::spool::Capture,
         last_seen: Option<std::time::SystemTime>,
-    ) -> Result<Arc<Job>, String> {
+    ) -> Result<Arc<Job>, RecordError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         Job::restore(id, meta, capture, self.config.kill_grace, last_seen).map(Arc::new)
     }

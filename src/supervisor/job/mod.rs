@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub use crate::spool::Stream;
 pub use life::*;
 use record::KeptScreen;
-pub use record::Launch;
+pub use record::{Launch, RecordError};
 
 /// Where the record keeps when stdout and stderr last grew, in milliseconds since the
 /// epoch (null: not since the job was made or restored without them).

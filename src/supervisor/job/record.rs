@@ -4,6 +4,27 @@
 
 use super::*;
 
+/// Why a saved record cannot bring its job back. The record is left in place; the
+/// sentence is logged once, where the restart skips it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordError {
+    /// The record names no command.
+    NoName,
+    /// The record's kept terminal is not in the form this program saves.
+    UnknownTerminal,
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RecordError::NoName => "the record has no name",
+            RecordError::UnknownTerminal => "the record's terminal is not one terminalfs makes",
+        })
+    }
+}
+
+impl std::error::Error for RecordError {}
+
 /// What a command runs with: `<shell> -c <text>` in `cwd`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -91,8 +112,8 @@ impl Job {
         mut capture: Capture,
         kill_grace: Duration,
         last_seen: Option<SystemTime>,
-    ) -> Result<Job, String> {
-        let name = meta["name"].as_str().ok_or("the record has no name")?;
+    ) -> Result<Job, RecordError> {
+        let name = meta["name"].as_str().ok_or(RecordError::NoName)?;
         let time = |key: &str| {
             meta[key]
                 .as_u64()
@@ -142,10 +163,9 @@ impl Job {
         }
         let kept_screen = match &meta["terminal"] {
             Value::Null => None,
-            terminal => Some(
-                KeptScreen::from_record(terminal)
-                    .ok_or("the record's terminal is not one terminalfs makes")?,
-            ),
+            terminal => {
+                Some(KeptScreen::from_record(terminal).ok_or(RecordError::UnknownTerminal)?)
+            }
         }
         .map(|kept| match exit {
             // Saved before its last output, while it still ran.
