@@ -210,19 +210,78 @@ fn kill_all(dir: &Path, patience: Duration) -> usize {
     seen
 }
 
-/// The driver's own cgroup path, its directory, and where commands of `tag` go.
-fn locate(tag: &str) -> Result<(String, PathBuf, PathBuf), String> {
-    if !cfg!(target_os = "linux") {
-        return Err("cgroups exist only on Linux".into());
+/// Why commands get no cgroups of their own (they get process groups instead); said
+/// once, in the driver's containment line.
+#[derive(Debug)]
+pub enum CgroupError {
+    /// Cgroups exist only on Linux.
+    NotLinux,
+    /// `/proc/self/mountinfo` could not be read.
+    MountInfo(std::io::Error),
+    /// No cgroup2 filesystem is mounted.
+    NoCgroup2,
+    /// `/proc/self/cgroup` names no cgroup v2 path for this process.
+    NoOwnPath,
+    /// `/proc/self/stat` does not tell when this process started.
+    NoStartTime,
+    /// The directory for this mount's cgroups could not be made.
+    Create { dir: PathBuf, error: std::io::Error },
+    /// A cgroup made below `parent` could not be made or holds no `cgroup.procs`.
+    Unusable {
+        parent: PathBuf,
+        error: Option<std::io::Error>,
+    },
+}
+
+impl std::fmt::Display for CgroupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CgroupError::NotLinux => f.write_str("cgroups exist only on Linux"),
+            CgroupError::MountInfo(error) => {
+                write!(f, "cannot read /proc/self/mountinfo: {error}")
+            }
+            CgroupError::NoCgroup2 => f.write_str("no cgroup2 filesystem is mounted"),
+            CgroupError::NoOwnPath => f.write_str("this process has no cgroup v2 path"),
+            CgroupError::NoStartTime => f.write_str("cannot read /proc/self/stat"),
+            CgroupError::Create { dir, error } => {
+                write!(f, "cannot create the cgroup {}: {error}", dir.display())
+            }
+            CgroupError::Unusable { parent, error } => {
+                write!(f, "cannot create cgroups below {}", parent.display())?;
+                match error {
+                    Some(error) => write!(f, ": {error}"),
+                    None => Ok(()),
+                }
+            }
+        }
     }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let mount = cgroup2_mount(&mountinfo).ok_or("no cgroup2 filesystem is mounted")?;
+}
+
+impl std::error::Error for CgroupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CgroupError::MountInfo(error) | CgroupError::Create { error, .. } => Some(error),
+            CgroupError::Unusable {
+                error: Some(error), ..
+            } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The driver's own cgroup path, its directory, and where commands of `tag` go.
+fn locate(tag: &str) -> Result<(String, PathBuf, PathBuf), CgroupError> {
+    if !cfg!(target_os = "linux") {
+        return Err(CgroupError::NotLinux);
+    }
+    let mountinfo =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(CgroupError::MountInfo)?;
+    let mount = cgroup2_mount(&mountinfo).ok_or(CgroupError::NoCgroup2)?;
     let own = std::fs::read_to_string("/proc/self/cgroup")
         .ok()
         .as_deref()
         .and_then(own_cgroup)
-        .ok_or("this process has no cgroup v2 path")?;
+        .ok_or(CgroupError::NoOwnPath)?;
     let base = mount.join(own.trim_start_matches('/'));
     let parent = base.join(format!("terminalfs-{tag}"));
     Ok((own, base, parent))
@@ -244,9 +303,9 @@ impl Cgroups {
     /// Sets up `terminalfs-<tag>` below the driver's cgroup. Returns None (and a
     /// reason) where cgroups cannot be used; otherwise also the number of processes
     /// reaped from cgroups an earlier driver on the same path left behind.
-    pub fn setup(tag: &str) -> Result<(Cgroups, usize), String> {
+    pub fn setup(tag: &str) -> Result<(Cgroups, usize), CgroupError> {
         let (own, base, parent) = locate(tag)?;
-        let (_, start) = process_start("self").ok_or("cannot read /proc/self/stat")?;
+        let (_, start) = process_start("self").ok_or(CgroupError::NoStartTime)?;
         let reaped = reap_orphans(&parent);
         let memory_available = std::fs::read_to_string(base.join("cgroup.controllers"))
             .unwrap_or_default()
@@ -263,8 +322,10 @@ impl Cgroups {
             let _ = write(&base.join("cgroup.subtree_control"), "+memory");
         }
         if !parent.is_dir() {
-            std::fs::create_dir(&parent)
-                .map_err(|e| format!("cannot create the cgroup {}: {e}", parent.display()))?;
+            std::fs::create_dir(&parent).map_err(|error| CgroupError::Create {
+                dir: parent.clone(),
+                error,
+            })?;
         }
         let memory =
             memory_available && write(&parent.join("cgroup.subtree_control"), "+memory").is_ok();
@@ -284,12 +345,19 @@ impl Cgroups {
                 cgroups.shared.ready.lock().push(slot);
             }
             made => {
-                if let Ok(slot) = made {
-                    let _ = std::fs::remove_dir(&slot.dir);
-                }
+                let error = match made {
+                    Ok(slot) => {
+                        let _ = std::fs::remove_dir(&slot.dir);
+                        None
+                    }
+                    Err(error) => Some(error),
+                };
                 let parent = &cgroups.shared.parent;
                 let _ = std::fs::remove_dir(parent);
-                return Err(format!("cannot create cgroups below {}", parent.display()));
+                return Err(CgroupError::Unusable {
+                    parent: parent.clone(),
+                    error,
+                });
             }
         }
         Ok((cgroups, reaped))
