@@ -22,6 +22,7 @@ mod pump;
 pub mod signals;
 mod spawn;
 pub mod spawner;
+mod start_error;
 pub mod terminal;
 mod timer;
 mod watcher;
@@ -33,6 +34,7 @@ pub(crate) use job::Exit;
 use job::Stop;
 pub use job::{Job, JobSnapshot, RecordError, Standing, Stream, StreamBytes, Turns};
 pub(crate) use pump::pipe;
+pub use start_error::StartError;
 
 use crate::spool::Spool;
 use crate::supervisor::capture::{Access, Caller, Capture, Registry};
@@ -567,9 +569,9 @@ impl Supervisor {
                     );
                 }
             }
-            Err(message) => {
+            Err(error) => {
                 self.pump.abandon(id);
-                return self.failed(job, &message);
+                return self.failed(job, &error.stderr_line());
             }
         }
         (self.notify)(id, News::State);
@@ -593,19 +595,18 @@ impl Supervisor {
         (stdout_read, stderr_read): (OwnedFd, Option<OwnedFd>),
         procs: Option<std::ffi::CString>,
         rlimit: Option<u64>,
-    ) -> Result<(i32, Birth), String> {
+    ) -> Result<(i32, Birth), StartError> {
         let terminal = matches!(request.stdin, Stdin::Terminal(_));
-        let (status_read, status_write) = pump::make_status_pipe()
-            .map_err(|error| format!("terminalfs: cannot make pipes: {error}\n"))?;
+        let (status_read, status_write) = pump::make_status_pipe().map_err(StartError::Pipes)?;
         // A kernel limits one argument to 128 KiB; a longer command is handed to the
         // shell as a script file on descriptor 3 instead of through `-c`.
         let script = if request.text.len() > MAX_INLINE_COMMAND {
-            Some(script_file(&request.text).map_err(|error| {
-                format!(
-                    "terminalfs: cannot hold a {}-byte command for the shell: {error}\n",
-                    request.text.len()
-                )
-            })?)
+            Some(
+                script_file(&request.text).map_err(|error| StartError::Script {
+                    bytes: request.text.len(),
+                    error,
+                })?,
+            )
         } else {
             None
         };
@@ -626,11 +627,14 @@ impl Supervisor {
                 launched.remote.host().name
             );
         }
-        let sandbox = request.sandbox.prepare(
-            &request.name,
-            cwd,
-            stderr_file.as_ref().map(|file| file.as_raw_fd()),
-        )?;
+        let sandbox = request
+            .sandbox
+            .prepare(
+                &request.name,
+                cwd,
+                stderr_file.as_ref().map(|file| file.as_raw_fd()),
+            )
+            .map_err(StartError::Sandbox)?;
         let mut env = vec![("TERMINALFS_NAME", OsStr::new(&request.name))];
         if terminal {
             env.push(("TERM", OsStr::new(terminal::pty::TERM)));
@@ -661,12 +665,18 @@ impl Supervisor {
             cwd,
             self.environment
                 .with(&env)
-                .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?,
+                .map_err(|error| StartError::Start {
+                    what: what.clone(),
+                    error,
+                })?,
             stdout_write.as_raw_fd(),
             stderr_write.as_raw_fd(),
             status_write.as_raw_fd(),
         )
-        .map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
+        .map_err(|error| StartError::Start {
+            what: what.clone(),
+            error,
+        })?;
         prepared.stdin = stdin.as_ref().map(|fd| fd.as_raw_fd());
         prepared.terminal = terminal;
         #[cfg(target_os = "linux")]
@@ -697,8 +707,7 @@ impl Supervisor {
             // No spawner, or the request did not reach it: fork here.
             _ => prepared.fork().map(|(pid, _)| (pid, Birth::Driver)),
         };
-        let forked =
-            forked.map_err(|error| format!("terminalfs: cannot start {what}: {error}\n"))?;
+        let forked = forked.map_err(|error| StartError::Start { what, error })?;
         // Our copies of the child's ends go now, or the pipes never end; the script
         // too (the child has its own).
         drop((
