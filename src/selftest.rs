@@ -15,7 +15,13 @@ use std::time::{Duration, Instant};
 /// is not a broken mount, and `wait` itself answers within `--wait-timeout`.
 const PATIENCE: Duration = Duration::from_secs(90);
 
-type Outcome = Result<String, String>;
+/// Why a check failed, as the one line printed for it. A sentence is the product here,
+/// not a cause to match on: every failure is shown to the user as it is and counted,
+/// and nothing branches on which failure it was.
+type Failure = String;
+
+/// A check's line for the user: what it saw when it passed, or why it failed.
+type Outcome = Result<String, Failure>;
 
 /// A check: its name and what it does, returning a line for the user either way.
 type Check = (&'static str, fn(&mut Client) -> Outcome);
@@ -103,7 +109,7 @@ impl Client {
         self.mount.join(relative)
     }
 
-    fn is_mounted(&self) -> Result<(), String> {
+    fn is_mounted(&self) -> Result<(), Failure> {
         let index = self.p("index.md");
         let page = std::fs::read_to_string(&index).map_err(|e| {
             format!(
@@ -126,7 +132,7 @@ impl Client {
     }
 
     /// Writes `text` into `ctl/<name>` the way `echo … > ctl/<name>` does.
-    fn start(&mut self, check: &str, text: &str) -> Result<String, String> {
+    fn start(&mut self, check: &str, text: &str) -> Result<String, Failure> {
         let name = self.name(check);
         self.made.push(name.clone());
         match std::fs::write(self.p(&format!("ctl/{name}")), text) {
@@ -142,13 +148,13 @@ impl Client {
         }
     }
 
-    fn read(&self, relative: &str) -> Result<String, String> {
+    fn read(&self, relative: &str) -> Result<String, Failure> {
         std::fs::read_to_string(self.p(relative))
             .map_err(|e| format!("cannot read {relative}: {e}"))
     }
 
     /// Fails unless `cmd/<name>/<file>` holds exactly `want`.
-    fn expect(&self, name: &str, file: &str, want: &str) -> Result<(), String> {
+    fn expect(&self, name: &str, file: &str, want: &str) -> Result<(), Failure> {
         let got = self.read(&format!("cmd/{name}/{file}"))?;
         if got == want {
             Ok(())
@@ -158,7 +164,7 @@ impl Client {
     }
 
     /// Reads `wait` until it says the command stopped; returns that word.
-    fn wait(&self, name: &str) -> Result<String, String> {
+    fn wait(&self, name: &str) -> Result<String, Failure> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let word = self.read(&format!("cmd/{name}/wait"))?;
@@ -176,7 +182,7 @@ impl Client {
         }
     }
 
-    fn scratch(&mut self) -> Result<PathBuf, String> {
+    fn scratch(&mut self) -> Result<PathBuf, Failure> {
         if let Some(dir) = &self.scratch {
             return Ok(dir.clone());
         }
