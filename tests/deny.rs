@@ -743,3 +743,47 @@ fn followed_values_and_fed_shells_are_refused_on_a_mount() {
         assert_eq!(mount.run(name, command), "completed\n", "{command}");
     }
 }
+
+/// Git as git reads itself, on a real mount under the default list: an alias or a
+/// mirror setting that makes a forced push is refused by the forced-push rule, and a
+/// setting that runs a program is judged as that program; real git runs the ordinary
+/// neighbours (an alias to a harmless command, a setting of a name).
+#[test]
+fn git_aliases_and_program_settings_are_judged_on_a_mount() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("settings.json");
+    succeeded(&run_binary(&[&"--init-settings", &path]));
+    let text = std::fs::read_to_string(&path).expect("read settings");
+    let mount = Mount::with(Options {
+        settings: &text,
+        ..Options::default()
+    });
+    for (name, command, rule) in [
+        ("g1", "git -c alias.p='push -f' p", "Bash(git push -f:*)"),
+        (
+            "g2",
+            "git config alias.pf 'push --force'; git pf",
+            "Bash(git push -f:*)",
+        ),
+        (
+            "g3",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+            "Bash(git push -f:*)",
+        ),
+        ("g4", "git -c core.pager='sudo -n true' log", "Bash(sudo:*)"),
+        ("g5", "git -c alias.x='!sudo -n true' x", "Bash(sudo:*)"),
+    ] {
+        let reason = refused(&mount, name, command);
+        assert!(reason.contains(rule), "{command}: {reason}");
+    }
+    for (name, command) in [
+        ("h1", "git -c color.ui=never version >/dev/null"),
+        ("h2", "git -c alias.v=version v >/dev/null"),
+        (
+            "h3",
+            "d=$(mktemp -d) && git init -q \"$d\" && git -C \"$d\" config user.name x && rm -rf \"$d\"",
+        ),
+    ] {
+        assert_eq!(mount.run(name, command), "completed\n", "{command}");
+    }
+}

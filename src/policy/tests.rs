@@ -1512,6 +1512,74 @@ fn a_shell_fed_its_script_by_any_route_is_refused() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+#[test]
+fn git_as_git_reads_itself_is_judged() {
+    let f = default_fixture();
+    // What refuses a plain forced push refuses every way of spelling one.
+    let force_rule = match f.policy.check(b"git push --force") {
+        Verdict::Deny { rule, .. } => rule,
+        Verdict::Allow => panic!("git push --force ran under the default list"),
+    };
+    assert_eq!(force_rule.as_deref(), Some("Bash(git push -f:*)"));
+    let forced = [
+        "git -c alias.p='push -f' p",
+        "git -c Alias.P='push --force' p origin main",
+        "git config alias.pf 'push --force'; git pf",
+        "git config --global alias.pf 'push --force' && git pf origin",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+        "git -c alias.a=b -c alias.b='push -f' a",
+        "git push origin +main",
+        "git -c remote.origin.mirror=true push",
+        "git config remote.origin.mirror true; git push origin",
+    ];
+    let runs_programs = [
+        "git -c alias.x='!sudo ls' x",
+        "git config alias.x '!sudo ls'; git x",
+        "git -c core.pager='sudo ls' log",
+        "git -c core.fsmonitor='sudo ls' status",
+        "git -c core.sshCommand='sudo ssh' fetch",
+        "git -c core.editor='sudo vi' commit",
+        "git -c diff.external='sudo ls' diff",
+        "git -c credential.helper='!sudo ls' fetch",
+        "git -c sequence.editor='sudo vi' rebase -i",
+        "GIT_EDITOR='sudo vi' git commit",
+        "GIT_SSH_COMMAND='sudo ssh' git fetch",
+        "git rebase -x 'sudo ls' main",
+        "git rebase --exec='sudo ls' main",
+    ];
+    let runs_here = [
+        "git -c color.ui=never log",
+        "git config user.name x",
+        "git push origin main",
+        "git -c alias.p=push p origin main",
+        "git config alias.st status; git st",
+        "git -c core.pager=less log",
+        "git rebase -x 'make test' main",
+        "git -c credential.helper=store fetch",
+    ];
+    let mut wrong = Vec::new();
+    for text in forced {
+        match f.policy.check(text.as_bytes()) {
+            Verdict::Deny { rule, .. } if rule == force_rule => {}
+            other => wrong.push(format!("{text}: {other:?}")),
+        }
+    }
+    for text in runs_programs {
+        match f.policy.check(text.as_bytes()) {
+            Verdict::Deny {
+                rule: Some(rule), ..
+            } if rule.starts_with("Bash(sudo") => {}
+            other => wrong.push(format!("{text}: {other:?}")),
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 thread_local! {
     /// Makes the next decision on this thread panic, to test the boundary around it.
     static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

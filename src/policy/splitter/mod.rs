@@ -77,6 +77,7 @@ use std::collections::{HashMap, HashSet};
 
 mod directory;
 mod expand;
+mod git;
 mod grammar;
 mod lexer;
 mod scan;
@@ -226,6 +227,8 @@ struct Context {
     set_somewhere: HashSet<String>,
     /// A number for `values`, as `args_generation` is for `args`.
     values_generation: u64,
+    /// The git settings earlier `git config` commands wrote, in order (see [`git`]).
+    git_config: Vec<(String, String)>,
     /// The commands found so far.
     out: Vec<SimpleCommand>,
     /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
@@ -324,6 +327,7 @@ impl Context {
             arrays: Vec::new(),
             set_somewhere: HashSet::new(),
             values_generation: 0,
+            git_config: Vec::new(),
         }
     }
 
@@ -580,6 +584,19 @@ fn emit_texts(
                 stores.push(Cow::Owned(words));
                 layers.push((stores.len() - 1, 0));
             }
+        }
+    }
+    // What git's configuration makes a git command run: its alias expanded as a further
+    // layer, the programs it runs as scripts.
+    if let Some(&(store, start)) = layers.last() {
+        let run = git::read(cx, &stores[store][start..]);
+        if git::note_config(cx, &stores[store][start..]) {
+            cx.values_generation = cx.new_generation();
+        }
+        scripts.extend(run.scripts.into_iter().map(|s| (s, None)));
+        if let Some(words) = run.expanded {
+            stores.push(Cow::Owned(words));
+            layers.push((stores.len() - 1, 0));
         }
     }
     if cx.refusal.is_some() {
