@@ -787,3 +787,33 @@ fn git_aliases_and_program_settings_are_judged_on_a_mount() {
         assert_eq!(mount.run(name, command), "completed\n", "{command}");
     }
 }
+
+/// Launchers on a real mount: the command each runs is judged, so a program only a
+/// launcher names is refused by its rule, and real launchers run an ordinary command.
+#[test]
+fn launchers_are_judged_by_what_they_run_on_a_mount() {
+    let settings = r#"{"permissions": {"deny": ["Bash(zapme:*)"]}}"#;
+    let mount = Mount::with(Options {
+        settings,
+        ..Options::default()
+    });
+    for (name, command) in [
+        ("l1", "sg \"$(id -gn)\" -c zapme"),
+        ("l2", "capsh -- -c 'zapme now'"),
+        ("l3", "perf stat -e cycles -- zapme"),
+        ("l4", "tmux new-session -d -s z zapme"),
+        ("l5", "at now <<< zapme"),
+        ("l6", "$BASH -c zapme"),
+    ] {
+        let reason = refused(&mount, name, command);
+        assert!(reason.contains("Bash(zapme:*)"), "{command}: {reason}");
+    }
+    for (name, command) in [
+        ("r1", "sg \"$(id -gn)\" -c true"),
+        ("r2", "capsh -- -c true"),
+        ("r3", "time true 2>/dev/null"),
+        ("r4", "bash -c '$BASH -c true'"),
+    ] {
+        assert_eq!(mount.run(name, command), "completed\n", "{command}");
+    }
+}

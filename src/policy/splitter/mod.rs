@@ -524,6 +524,15 @@ fn give_up(cx: &mut Context) {
     cx.refuse(|| TOO_COMPLEX.to_owned());
 }
 
+/// The shell that reads a command's input: `sh` for `at` and `batch`, which queue it for
+/// one, else the program itself.
+fn queued_shell(words: &[String]) -> &str {
+    match basename(&words[0]) {
+        "at" | "batch" => "sh",
+        name => name,
+    }
+}
+
 /// Words of a command that, standing as a program's name, make it unknown until run time.
 #[derive(Default)]
 struct Names {
@@ -551,9 +560,21 @@ fn emit_texts(
         // The text is refused whatever this command is.
         return false;
     }
+    // `$BASH` is the path of the shell running the text, unless the text sets it:
+    // `$BASH -c X` runs bash on X.
+    let bash_named = matches!(words.first().map(String::as_str), Some("$BASH" | "${BASH}"))
+        && !cx.values.contains_key("BASH")
+        && !cx.set_somewhere.contains("BASH");
+    let first: Cow<[String]> = if bash_named {
+        let mut named = words.to_vec();
+        named[0] = "bash".to_owned();
+        Cow::Owned(named)
+    } else {
+        Cow::Borrowed(words)
+    };
     // Each layer is a run of words in one of `stores`: a wrapper's command is the tail of
     // its own words, so peeling shares them instead of copying them.
-    let mut stores: Vec<Cow<[String]>> = vec![Cow::Borrowed(words)];
+    let mut stores: Vec<Cow<[String]>> = vec![first];
     let mut layers: Vec<(usize, usize)> = vec![(0, 0)];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
     let mut values: Vec<String> = Vec::new();
@@ -642,7 +663,7 @@ fn emit_texts(
                     Input::Here(_) => command.transparent |= last,
                     // A script from a pipe: spelled `<shell> -s` whatever its options, so
                     // `Bash(sh -s)` names `curl ... | sh -e`.
-                    Input::Pipe => command.forms.push(format!("{} -s", basename(&layer[0]))),
+                    Input::Pipe => command.forms.push(format!("{} -s", queued_shell(layer))),
                     // Standard input is the driver's (nothing, or what is written to it,
                     // which is checked as it comes).
                     Input::Inherited => {}
