@@ -1581,6 +1581,35 @@ fn git_as_git_reads_itself_is_judged() {
 }
 
 #[test]
+fn check_explains_what_git_was_judged_as_and_why() {
+    let f = default_fixture();
+    for (text, line) in [
+        (
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+            "judged as: git push -f (alias p from GIT_CONFIG_KEY_n)",
+        ),
+        (
+            "git config alias.pf 'push --force'; git pf origin",
+            "judged as: git push --force origin (alias pf from an earlier git config)",
+        ),
+        (
+            "git -c core.pager='sudo ls' log",
+            "judged as: sudo ls (core.pager from -c)",
+        ),
+        (
+            "git rebase -x 'sudo ls' main",
+            "judged as: sudo ls (rebase --exec)",
+        ),
+    ] {
+        let report = f.policy.explain(text.as_bytes()).report();
+        assert!(report.starts_with("refused\n"), "{text}: {report}");
+        assert!(report.contains(line), "{text}: {report}");
+    }
+    let report = f.policy.explain(b"git -c color.ui=never log").report();
+    assert!(!report.contains("judged as"), "{report}");
+}
+
+#[test]
 fn launchers_run_the_command_they_are_given() {
     // The default list and one rule for a program that only a launcher runs.
     let mut settings: serde_json::Value =

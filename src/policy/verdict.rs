@@ -76,6 +76,9 @@ impl Explained {
             for form in forms {
                 out.push_str(&format!("    also: {}\n", rules::normalize(form)));
             }
+            for (text, why) in &command.readings {
+                out.push_str(&format!("    judged as: {text} ({why})\n"));
+            }
             for judged in self.judged.get(index).unwrap_or(&none) {
                 let why = judged.judged.as_deref().unwrap_or("");
                 out.push_str(&format!("    judged as: {} ({why})\n", judged.text));

@@ -44,6 +44,9 @@ pub(super) struct GitRun {
     pub expanded: Option<Vec<String>>,
     /// Shell text git runs: `!` aliases, program settings, `rebase --exec`.
     pub scripts: Vec<String>,
+    /// How each reading was reached, for `terminalfs check`: what the command or shell
+    /// text was judged as, and why (`alias p from -c`).
+    pub readings: Vec<(String, String)>,
 }
 
 /// A configuration key as git compares it: section and name in lower case, the
@@ -60,14 +63,15 @@ fn key_form(key: &str) -> String {
     }
 }
 
-/// The settings in force for one git command, later ones first.
-fn settings(cx: &Context, globals: &[(usize, String)]) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
+/// The settings in force for one git command, later ones first, each with where it
+/// was given.
+fn settings(cx: &Context, globals: &[(usize, String)]) -> Vec<(String, String, &'static str)> {
+    let mut out: Vec<(String, String, &'static str)> = Vec::new();
     for (_, pair) in globals.iter().rev() {
         if let Some((key, value)) = pair.split_once('=') {
-            out.push((key_form(key), value.to_owned()));
+            out.push((key_form(key), value.to_owned(), "-c"));
         } else {
-            out.push((key_form(pair), "true".to_owned()));
+            out.push((key_form(pair), "true".to_owned(), "-c"));
         }
     }
     let count: usize = cx
@@ -79,10 +83,15 @@ fn settings(cx: &Context, globals: &[(usize, String)]) -> Vec<(String, String)> 
         let key = cx.values.get(&format!("GIT_CONFIG_KEY_{n}"));
         let value = cx.values.get(&format!("GIT_CONFIG_VALUE_{n}"));
         if let (Some(key), Some(value)) = (key, value) {
-            out.push((key_form(key), value.clone()));
+            out.push((key_form(key), value.clone(), "GIT_CONFIG_KEY_n"));
         }
     }
-    out.extend(cx.git_config.iter().rev().cloned());
+    out.extend(
+        cx.git_config
+            .iter()
+            .rev()
+            .map(|(k, v)| (k.clone(), v.clone(), "an earlier git config")),
+    );
     out
 }
 
@@ -108,43 +117,48 @@ pub(super) fn read(cx: &Context, words: &[String]) -> GitRun {
         index += if takes { 2 } else { 1 };
     }
     let config = settings(cx, &globals);
-    let get = |key: &str| {
-        config
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+    let found = |key: &str| config.iter().find(|(k, _, _)| k == key);
+    let get = |key: &str| found(key).map(|(_, v, _)| v.as_str());
+    let mut runs = |text: &str, why: String| {
+        run.scripts.push(text.to_owned());
+        run.readings.push((text.to_owned(), why));
     };
     for key in RUNS_PROGRAM {
-        if let Some(value) = get(key).filter(|v| !v.is_empty()) {
-            run.scripts.push(value.to_owned());
+        if let Some((_, value, from)) = found(key).filter(|(_, v, _)| !v.is_empty()) {
+            runs(value, format!("{key} from {from}"));
         }
     }
-    if let Some(helper) = get("credential.helper").and_then(|v| v.strip_prefix('!')) {
-        run.scripts.push(helper.to_owned());
+    if let Some((_, value, from)) = found("credential.helper") {
+        if let Some(helper) = value.strip_prefix('!') {
+            runs(helper, format!("credential.helper from {from}"));
+        }
     }
     for name in RUNS_PROGRAM_ENV {
         if let Some(value) = cx.values.get(*name).filter(|v| !v.is_empty()) {
-            run.scripts.push(value.clone());
+            runs(value, (*name).to_owned());
         }
     }
     let mut words: Vec<String> = words.to_vec();
     let mut changed = false;
+    let mut reasons: Vec<String> = Vec::new();
     for _ in 0..MAX_ALIASES {
         let Some(sub) = words.get(index) else {
             break;
         };
-        let Some(value) = get(&format!("alias.{}", sub.to_ascii_lowercase())) else {
+        let Some((_, value, from)) = found(&format!("alias.{}", sub.to_ascii_lowercase())) else {
             break;
         };
+        let why = format!("alias {sub} from {from}");
         if let Some(shell) = value.strip_prefix('!') {
             let mut text = shell.to_owned();
             for arg in &words[index + 1..] {
                 text.push(' ');
                 text.push_str(arg);
             }
-            run.scripts.push(text);
+            runs(&text, why);
             break;
         }
+        reasons.push(why);
         let expansion: Vec<String> = value.split_whitespace().map(str::to_owned).collect();
         if expansion.is_empty() {
             break;
@@ -156,9 +170,10 @@ pub(super) fn read(cx: &Context, words: &[String]) -> GitRun {
     let sub = sub.as_deref();
     if sub == Some("push") {
         let remote = words[index + 1..].iter().find(|w| !w.starts_with('-'));
-        let remote = remote.map_or("origin", String::as_str);
+        let remote = remote.map_or("origin", String::as_str).to_owned();
         if get(&format!("remote.{remote}.mirror")) == Some("true") {
             words.insert(index + 1, "--mirror".to_owned());
+            reasons.push(format!("remote.{remote}.mirror"));
             changed = true;
         }
     }
@@ -166,17 +181,21 @@ pub(super) fn read(cx: &Context, words: &[String]) -> GitRun {
         let mut at = index + 1;
         while let Some(word) = words.get(at) {
             if word == "-x" || word == "--exec" {
-                run.scripts.extend(words.get(at + 1).cloned());
+                if let Some(text) = words.get(at + 1) {
+                    runs(text, "rebase --exec".to_owned());
+                }
                 at += 1;
             } else if let Some(text) = word.strip_prefix("--exec=") {
-                run.scripts.push(text.to_owned());
+                runs(text, "rebase --exec".to_owned());
             } else if let Some(text) = word.strip_prefix("-x").filter(|t| !t.is_empty()) {
-                run.scripts.push(text.to_owned());
+                runs(text, "rebase --exec".to_owned());
             }
             at += 1;
         }
     }
     if changed {
+        run.readings
+            .push((words.join(" "), reasons.join(", then ")));
         run.expanded = Some(words);
     }
     run

@@ -125,6 +125,9 @@ pub struct SimpleCommand {
     /// None when something before it may have changed the directory in a way the text
     /// does not say (see [`split`]).
     pub dir: Option<String>,
+    /// What the command was also judged as beyond its wrappers, and why: `git push -f`
+    /// for `git p`, because of `alias p from -c` (see [`git`]).
+    pub readings: Vec<(String, String)>,
 }
 
 /// The simple commands found in a text, and why it cannot be checked when it cannot.
@@ -607,10 +610,12 @@ fn emit_texts(
             }
         }
     }
+    let mut readings = Vec::new();
     // What git's configuration makes a git command run: its alias expanded as a further
     // layer, the programs it runs as scripts.
     if let Some(&(store, start)) = layers.last() {
         let run = git::read(cx, &stores[store][start..]);
+        readings = run.readings;
         if git::note_config(cx, &stores[store][start..]) {
             cx.values_generation = cx.new_generation();
         }
@@ -632,7 +637,10 @@ fn emit_texts(
         });
         return false;
     }
-    let mut command = SimpleCommand::default();
+    let mut command = SimpleCommand {
+        readings,
+        ..SimpleCommand::default()
+    };
     if let Some(written) = written {
         command.forms.push(written);
     }
