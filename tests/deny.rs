@@ -743,3 +743,77 @@ fn followed_values_and_fed_shells_are_refused_on_a_mount() {
         assert_eq!(mount.run(name, command), "completed\n", "{command}");
     }
 }
+
+/// Git as git reads itself, on a real mount under the default list: an alias or a
+/// mirror setting that makes a forced push is refused by the forced-push rule, and a
+/// setting that runs a program is judged as that program; real git runs the ordinary
+/// neighbours (an alias to a harmless command, a setting of a name).
+#[test]
+fn git_aliases_and_program_settings_are_judged_on_a_mount() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("settings.json");
+    succeeded(&run_binary(&[&"--init-settings", &path]));
+    let text = std::fs::read_to_string(&path).expect("read settings");
+    let mount = Mount::with(Options {
+        settings: &text,
+        ..Options::default()
+    });
+    for (name, command, rule) in [
+        ("g1", "git -c alias.p='push -f' p", "Bash(git push -f:*)"),
+        (
+            "g2",
+            "git config alias.pf 'push --force'; git pf",
+            "Bash(git push -f:*)",
+        ),
+        (
+            "g3",
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+            "Bash(git push -f:*)",
+        ),
+        ("g4", "git -c core.pager='sudo -n true' log", "Bash(sudo:*)"),
+        ("g5", "git -c alias.x='!sudo -n true' x", "Bash(sudo:*)"),
+    ] {
+        let reason = refused(&mount, name, command);
+        assert!(reason.contains(rule), "{command}: {reason}");
+    }
+    for (name, command) in [
+        ("h1", "git -c color.ui=never version >/dev/null"),
+        ("h2", "git -c alias.v=version v >/dev/null"),
+        (
+            "h3",
+            "d=$(mktemp -d) && git init -q \"$d\" && git -C \"$d\" config user.name x && rm -rf \"$d\"",
+        ),
+    ] {
+        assert_eq!(mount.run(name, command), "completed\n", "{command}");
+    }
+}
+
+/// Launchers on a real mount: the command each runs is judged, so a program only a
+/// launcher names is refused by its rule, and real launchers run an ordinary command.
+#[test]
+fn launchers_are_judged_by_what_they_run_on_a_mount() {
+    let settings = r#"{"permissions": {"deny": ["Bash(zapme:*)"]}}"#;
+    let mount = Mount::with(Options {
+        settings,
+        ..Options::default()
+    });
+    for (name, command) in [
+        ("l1", "sg \"$(id -gn)\" -c zapme"),
+        ("l2", "capsh -- -c 'zapme now'"),
+        ("l3", "perf stat -e cycles -- zapme"),
+        ("l4", "tmux new-session -d -s z zapme"),
+        ("l5", "at now <<< zapme"),
+        ("l6", "$BASH -c zapme"),
+    ] {
+        let reason = refused(&mount, name, command);
+        assert!(reason.contains("Bash(zapme:*)"), "{command}: {reason}");
+    }
+    for (name, command) in [
+        ("r1", "sg \"$(id -gn)\" -c true"),
+        ("r2", "capsh -- -c true"),
+        ("r3", "time true 2>/dev/null"),
+        ("r4", "bash -c '$BASH -c true'"),
+    ] {
+        assert_eq!(mount.run(name, command), "completed\n", "{command}");
+    }
+}

@@ -110,7 +110,7 @@ const PROGRAMS: &[Program] = &[
 ];
 
 /// `git` options before the subcommand that take the next word as their value.
-const GIT_GLOBAL_WITH_VALUE: &[&str] = &[
+pub(crate) const GIT_GLOBAL_WITH_VALUE: &[&str] = &[
     "-C",
     "-c",
     "--git-dir",

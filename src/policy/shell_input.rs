@@ -51,7 +51,15 @@ pub fn shell_reading_input(split: &Split) -> Option<String> {
         if SHELLS.contains(&base) {
             return Some(format!("'{program}' is a shell"));
         }
-        if MULTIPLEXERS.contains(&base) {
+        // A multiplexer running a command (`screen -S work top`) still opens a shell at
+        // a keystroke.
+        let multiplexer = std::iter::once(spelling)
+            .chain(command.forms.iter().map(String::as_str))
+            .find(|form| {
+                let first = form.split(' ').next().unwrap_or("");
+                MULTIPLEXERS.contains(&first.rsplit('/').next().unwrap_or(first))
+            });
+        if let Some(spelling) = multiplexer {
             return Some(format!(
                 "'{spelling}' is a terminal multiplexer, which opens a shell in a new \
                  window at a keystroke"
@@ -123,7 +131,16 @@ pub(crate) fn feeds_a_shell(commands: &[crate::policy::SimpleCommand]) -> bool {
         .skip(1)
         .take_while(|word| !(word.starts_with('-') && word.contains('c')))
         .any(|word| !word.starts_with('-'));
-    if (built && SHELLS.contains(&base) && !own_script) || starts_a_shell(base, spelling) {
+    // `parallel` given no command runs each line it reads as a command line.
+    let parallel_alone = base == "parallel"
+        && spelling
+            .split(' ')
+            .skip(1)
+            .all(|word| word.starts_with('-') || word.chars().all(|c| c.is_ascii_digit()));
+    if (built && SHELLS.contains(&base) && !own_script)
+        || starts_a_shell(base, spelling)
+        || parallel_alone
+    {
         return true;
     }
     // The commands its `-c` string or `eval` runs read the same input. A program named by
@@ -342,7 +359,7 @@ mod tests {
             ("source <(cat)", "source <(...)"),
             ("read -r f; . \"$f\"", ". $f"),
             ("$SHELL", "'$SHELL' is known only when it runs"),
-            ("\"$BASH\" -i", "'$BASH'"),
+            ("\"$BASH\" -i", "'bash' is a shell"),
             ("${X}", "'${X}'"),
             ("exec $SHELL", "'$SHELL'"),
             ("$(which bash)", "'$(...)'"),

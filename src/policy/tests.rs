@@ -1512,6 +1512,252 @@ fn a_shell_fed_its_script_by_any_route_is_refused() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+#[test]
+fn git_as_git_reads_itself_is_judged() {
+    let f = default_fixture();
+    // What refuses a plain forced push refuses every way of spelling one.
+    let force_rule = match f.policy.check(b"git push --force") {
+        Verdict::Deny { rule, .. } => rule,
+        Verdict::Allow => panic!("git push --force ran under the default list"),
+    };
+    assert_eq!(force_rule.as_deref(), Some("Bash(git push -f:*)"));
+    let forced = [
+        "git -c alias.p='push -f' p",
+        "git -c Alias.P='push --force' p origin main",
+        "git config alias.pf 'push --force'; git pf",
+        "git config --global alias.pf 'push --force' && git pf origin",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+        "git -c alias.a=b -c alias.b='push -f' a",
+        "git push origin +main",
+        "git -c remote.origin.mirror=true push",
+        "git config remote.origin.mirror true; git push origin",
+    ];
+    let runs_programs = [
+        "git -c alias.x='!sudo ls' x",
+        "git config alias.x '!sudo ls'; git x",
+        "git -c core.pager='sudo ls' log",
+        "git -c core.fsmonitor='sudo ls' status",
+        "git -c core.sshCommand='sudo ssh' fetch",
+        "git -c core.editor='sudo vi' commit",
+        "git -c diff.external='sudo ls' diff",
+        "git -c credential.helper='!sudo ls' fetch",
+        "git -c sequence.editor='sudo vi' rebase -i",
+        "GIT_EDITOR='sudo vi' git commit",
+        "GIT_SSH_COMMAND='sudo ssh' git fetch",
+        "git rebase -x 'sudo ls' main",
+        "git rebase --exec='sudo ls' main",
+    ];
+    let runs_here = [
+        "git -c color.ui=never log",
+        "git config user.name x",
+        "git push origin main",
+        "git -c alias.p=push p origin main",
+        "git config alias.st status; git st",
+        "git -c core.pager=less log",
+        "git rebase -x 'make test' main",
+        "git -c credential.helper=store fetch",
+    ];
+    let mut wrong = Vec::new();
+    for text in forced {
+        match f.policy.check(text.as_bytes()) {
+            Verdict::Deny { rule, .. } if rule == force_rule => {}
+            other => wrong.push(format!("{text}: {other:?}")),
+        }
+    }
+    for text in runs_programs {
+        match f.policy.check(text.as_bytes()) {
+            Verdict::Deny {
+                rule: Some(rule), ..
+            } if rule.starts_with("Bash(sudo") => {}
+            other => wrong.push(format!("{text}: {other:?}")),
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn check_explains_what_git_was_judged_as_and_why() {
+    let f = default_fixture();
+    for (text, line) in [
+        (
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.p GIT_CONFIG_VALUE_0='push -f' git p",
+            "judged as: git push -f (alias p from GIT_CONFIG_KEY_n)",
+        ),
+        (
+            "git config alias.pf 'push --force'; git pf origin",
+            "judged as: git push --force origin (alias pf from an earlier git config)",
+        ),
+        (
+            "git -c core.pager='sudo ls' log",
+            "judged as: sudo ls (core.pager from -c)",
+        ),
+        (
+            "git rebase -x 'sudo ls' main",
+            "judged as: sudo ls (rebase --exec)",
+        ),
+    ] {
+        let report = f.policy.explain(text.as_bytes()).report();
+        assert!(report.starts_with("refused\n"), "{text}: {report}");
+        assert!(report.contains(line), "{text}: {report}");
+    }
+    let report = f.policy.explain(b"git -c color.ui=never log").report();
+    assert!(!report.contains("judged as"), "{report}");
+}
+
+#[test]
+fn launchers_run_the_command_they_are_given() {
+    // The default list and one rule for a program that only a launcher runs.
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&default_settings_json()).expect("default settings parse");
+    settings["permissions"]["deny"]
+        .as_array_mut()
+        .expect("a deny list")
+        .push("Bash(zapme:*)".into());
+    let f = fixture(&settings.to_string(), false);
+    let refused_here = [
+        "sg wheel -c zapme",
+        "capsh -- -c zapme",
+        "perf stat zapme",
+        "perf record -o x -- zapme",
+        "perf trace zapme",
+        "hyperfine zapme",
+        "hyperfine -N 'zapme x'",
+        "pyenv exec zapme",
+        "rbenv exec zapme",
+        "nodenv exec zapme",
+        "asdf exec zapme",
+        "mise exec -- zapme",
+        "direnv exec . zapme",
+        "npx -c zapme",
+        "npm exec -- zapme",
+        "pnpm dlx zapme",
+        "yarn dlx zapme",
+        "tmux new zapme",
+        "tmux new-session -d -s x zapme",
+        "tmux run-shell zapme",
+        "screen -dm zapme",
+        "parallel ::: zapme",
+        "echo zapme | parallel",
+        "dbus-launch zapme",
+        "at now <<< zapme",
+        "echo zapme | at now",
+        "batch <<< zapme",
+        "ssh host zapme",
+        "env -a name zapme",
+        "$BASH -c zapme",
+        "systemd-run --user -p X=y zapme",
+        "run0 zapme",
+        "setpriv --reuid 1 zapme",
+        "runuser -u x -- zapme",
+        "runuser x -c zapme",
+        "strace -f -o x zapme",
+        "ltrace zapme",
+        "valgrind --tool=memcheck zapme",
+        "gdb -batch -ex 'shell zapme'",
+        "nix-shell --run zapme",
+        "nix shell nixpkgs#x -c zapme",
+        "conda run -n x zapme",
+        "mamba run zapme",
+        "micromamba run -n x zapme",
+        "poetry run zapme",
+        "pipenv run zapme",
+        "uv run zapme",
+        "pdm run zapme",
+        "hatch run zapme",
+        "bundle exec zapme",
+        "time zapme",
+        "echo zapme | parallel -j2",
+        "\"${BASH}\" -c 'zapme now'",
+    ];
+    let runs_here = [
+        "sg wheel -c ls",
+        "sg wheel ls",
+        "capsh --print",
+        "perf stat ls",
+        "perf list",
+        "perf report",
+        "hyperfine 'sleep 0.1' 'ls'",
+        "hyperfine -N -w 3 ls",
+        "pyenv versions",
+        "pyenv exec python -V",
+        "rbenv install 3.3",
+        "asdf list",
+        "mise exec -- node -v",
+        "mise install",
+        "direnv allow",
+        "direnv exec . make",
+        "npx -c 'eslint .'",
+        "npx prettier --check .",
+        "npm install",
+        "npm test",
+        "npm exec -- tsc",
+        "pnpm install",
+        "pnpm dlx create-vite",
+        "yarn dlx cowsay",
+        "yarn add x",
+        "tmux new -d -s w 'top'",
+        "tmux ls",
+        "tmux attach -t x",
+        "tmux run-shell 'echo hi'",
+        "screen -ls",
+        "screen -dm make",
+        "parallel ::: 'echo a' 'echo b'",
+        "parallel echo ::: a b",
+        "dbus-launch --exit-with-session ls",
+        "ssh host ls",
+        "ssh -p 22 host",
+        "env -a name ls",
+        "systemd-run --user ls",
+        "setpriv --reuid 1 ls",
+        "runuser -u x -- ls",
+        "strace -f ls",
+        "ltrace ls",
+        "valgrind ls",
+        "gdb -batch -ex 'shell ls'",
+        "nix-shell --run make",
+        "nix-shell -p hello",
+        "nix shell nixpkgs#hello -c hello",
+        "nix build",
+        "conda run -n x python",
+        "conda install x",
+        "poetry run pytest",
+        "poetry install",
+        "uv run pytest",
+        "uv pip install x",
+        "pdm run x",
+        "hatch run test",
+        "pipenv run x",
+        "bundle exec rake",
+        "bundle install",
+        "time ls",
+        "git -c alias.p=push p origin main",
+        "atq",
+        "at -l",
+        "at -f job.sh now",
+        "echo ls | parallel echo",
+        "ls | parallel gzip",
+        "at now <<< ls",
+        "BASH=/bin/echo; $BASH -c zapme",
+    ];
+    let mut wrong = Vec::new();
+    for text in refused_here {
+        if !refused(&f.policy, text) {
+            wrong.push(format!("ran: {text}"));
+        }
+    }
+    for text in runs_here {
+        if refused(&f.policy, text) {
+            wrong.push(format!("refused: {text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 thread_local! {
     /// Makes the next decision on this thread panic, to test the boundary around it.
     static PANIC_NEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -1711,7 +1957,7 @@ fn explain_decides_like_the_mount() {
             "#terminalfs tty\n$SHELL",
             "'$SHELL' is known only when it runs",
         ),
-        ("#terminalfs tty\n$BASH", "'$BASH'"),
+        ("#terminalfs tty\n$BASH", "'bash' is a shell"),
         ("#terminalfs tty\n/proc/self/exe", "'/proc/self/exe'"),
         ("#terminalfs tty\nsource /dev/stdin", "source /dev/stdin"),
     ] {

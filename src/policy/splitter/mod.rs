@@ -77,6 +77,7 @@ use std::collections::{HashMap, HashSet};
 
 mod directory;
 mod expand;
+mod git;
 mod grammar;
 mod lexer;
 mod scan;
@@ -124,6 +125,9 @@ pub struct SimpleCommand {
     /// None when something before it may have changed the directory in a way the text
     /// does not say (see [`split`]).
     pub dir: Option<String>,
+    /// What the command was also judged as beyond its wrappers, and why: `git push -f`
+    /// for `git p`, because of `alias p from -c` (see [`git`]).
+    pub readings: Vec<(String, String)>,
 }
 
 /// The simple commands found in a text, and why it cannot be checked when it cannot.
@@ -226,6 +230,8 @@ struct Context {
     set_somewhere: HashSet<String>,
     /// A number for `values`, as `args_generation` is for `args`.
     values_generation: u64,
+    /// The git settings earlier `git config` commands wrote, in order (see [`git`]).
+    git_config: Vec<(String, String)>,
     /// The commands found so far.
     out: Vec<SimpleCommand>,
     /// How many more bytes may be read a second time (backtick bodies, `sh -c` strings,
@@ -324,6 +330,7 @@ impl Context {
             arrays: Vec::new(),
             set_somewhere: HashSet::new(),
             values_generation: 0,
+            git_config: Vec::new(),
         }
     }
 
@@ -520,6 +527,15 @@ fn give_up(cx: &mut Context) {
     cx.refuse(|| TOO_COMPLEX.to_owned());
 }
 
+/// The shell that reads a command's input: `sh` for `at` and `batch`, which queue it for
+/// one, else the program itself.
+fn queued_shell(words: &[String]) -> &str {
+    match basename(&words[0]) {
+        "at" | "batch" => "sh",
+        name => name,
+    }
+}
+
 /// Words of a command that, standing as a program's name, make it unknown until run time.
 #[derive(Default)]
 struct Names {
@@ -547,9 +563,21 @@ fn emit_texts(
         // The text is refused whatever this command is.
         return false;
     }
+    // `$BASH` is the path of the shell running the text, unless the text sets it:
+    // `$BASH -c X` runs bash on X.
+    let bash_named = matches!(words.first().map(String::as_str), Some("$BASH" | "${BASH}"))
+        && !cx.values.contains_key("BASH")
+        && !cx.set_somewhere.contains("BASH");
+    let first: Cow<[String]> = if bash_named {
+        let mut named = words.to_vec();
+        named[0] = "bash".to_owned();
+        Cow::Owned(named)
+    } else {
+        Cow::Borrowed(words)
+    };
     // Each layer is a run of words in one of `stores`: a wrapper's command is the tail of
     // its own words, so peeling shares them instead of copying them.
-    let mut stores: Vec<Cow<[String]>> = vec![Cow::Borrowed(words)];
+    let mut stores: Vec<Cow<[String]>> = vec![first];
     let mut layers: Vec<(usize, usize)> = vec![(0, 0)];
     let mut scripts: Vec<(String, Option<Vec<String>>)> = Vec::new();
     let mut values: Vec<String> = Vec::new();
@@ -582,6 +610,21 @@ fn emit_texts(
             }
         }
     }
+    let mut readings = Vec::new();
+    // What git's configuration makes a git command run: its alias expanded as a further
+    // layer, the programs it runs as scripts.
+    if let Some(&(store, start)) = layers.last() {
+        let run = git::read(cx, &stores[store][start..]);
+        readings = run.readings;
+        if git::note_config(cx, &stores[store][start..]) {
+            cx.values_generation = cx.new_generation();
+        }
+        scripts.extend(run.scripts.into_iter().map(|s| (s, None)));
+        if let Some(words) = run.expanded {
+            stores.push(Cow::Owned(words));
+            layers.push((stores.len() - 1, 0));
+        }
+    }
     if cx.refusal.is_some() {
         // Refused already (too many layers): the command as written is all that is worth
         // listing, and spelling every layer of it would only cost time.
@@ -594,7 +637,10 @@ fn emit_texts(
         });
         return false;
     }
-    let mut command = SimpleCommand::default();
+    let mut command = SimpleCommand {
+        readings,
+        ..SimpleCommand::default()
+    };
     if let Some(written) = written {
         command.forms.push(written);
     }
@@ -625,7 +671,7 @@ fn emit_texts(
                     Input::Here(_) => command.transparent |= last,
                     // A script from a pipe: spelled `<shell> -s` whatever its options, so
                     // `Bash(sh -s)` names `curl ... | sh -e`.
-                    Input::Pipe => command.forms.push(format!("{} -s", basename(&layer[0]))),
+                    Input::Pipe => command.forms.push(format!("{} -s", queued_shell(layer))),
                     // Standard input is the driver's (nothing, or what is written to it,
                     // which is checked as it comes).
                     Input::Inherited => {}

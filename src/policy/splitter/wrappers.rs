@@ -57,7 +57,11 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
         });
     }
     let name = loader_name(name);
-    let wrapper = WRAPPERS.iter().find(|w| w.names.contains(&name))?;
+    let subcommand = words.get(1).map(String::as_str);
+    let wrapper = WRAPPERS.iter().find(|w| {
+        w.names.contains(&name)
+            && (w.subcommands.is_empty() || subcommand.is_some_and(|s| w.subcommands.contains(&s)))
+    })?;
     let mut peeled = Peeled {
         runs: Rest::Words(Vec::new()),
         scripts: Vec::new(),
@@ -66,8 +70,9 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
     };
     let mut split_string: Option<String> = None;
     let mut program: Option<(usize, String)> = None;
-    let mut index = 1;
-    while index < 1 + wrapper.leading_operands
+    let first = if wrapper.subcommands.is_empty() { 1 } else { 2 };
+    let mut index = first;
+    while index < first + wrapper.leading_operands
         && words.get(index).is_some_and(|w| !w.starts_with('-'))
     {
         index += 1;
@@ -196,7 +201,11 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
         }
         Runs::Joined => {
             let rest = rest.get(wrapper.operands..).unwrap_or(&[]);
-            if !rest.is_empty() {
+            if name == "parallel" && rest.first().is_some_and(|w| w == ":::") {
+                // No command: each argument is a command line of its own.
+                let args = rest[1..].iter().filter(|w| !w.starts_with(":::"));
+                peeled.scripts.extend(args.cloned());
+            } else if !rest.is_empty() {
                 peeled.scripts.push(rest.join(" "));
             }
         }
@@ -214,6 +223,14 @@ pub(super) fn peel(words: &[String]) -> Option<Peeled> {
             }
         }
         Runs::Nothing => {}
+        Runs::EachScript => peeled.scripts.extend(rest.iter().cloned()),
+        Runs::ShellWords => {
+            if !rest.is_empty() {
+                let mut command = vec!["sh".to_owned()];
+                command.extend(rest.iter().cloned());
+                peeled.runs = Rest::Words(command);
+            }
+        }
         Runs::ProgramOption => {
             if let Some((_, program)) = program {
                 let mut command = vec![program];

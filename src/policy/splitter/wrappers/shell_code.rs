@@ -67,6 +67,12 @@ pub(crate) fn shell_run(words: &[String]) -> Option<ShellRun> {
             None
         };
     }
+    if matches!(name, "at" | "batch") {
+        // `at TIME` and `batch` read the script they queue for `sh` from their input,
+        // unless a file is named (`-f FILE`) or they only list or remove jobs.
+        let own = |w: &String| w.starts_with('-') && w.contains(['f', 'l', 'r', 'd', 'c']);
+        return (!words[1..].iter().any(own)).then_some(ShellRun::Stdin);
+    }
     if !SHELLS.contains(&name) {
         return None;
     }

@@ -17,11 +17,18 @@ pub(crate) enum Runs {
     ProgramOption,
     /// The words after a marker word (`gdb ... --args PROG ARGS`).
     AfterMarker(&'static [&'static str]),
+    /// Each word is a string a shell runs (`hyperfine CMD1 CMD2`).
+    EachScript,
+    /// The words are a shell's arguments (`capsh -- -c TEXT`).
+    ShellWords,
 }
 
 /// How one wrapper reads its own options.
 pub(crate) struct Wrapper {
     pub(crate) names: &'static [&'static str],
+    /// When not empty, the wrapper runs a command only under these subcommands, the word
+    /// after its name (`pyenv exec`, `tmux new-session`); other subcommands run nothing.
+    pub(crate) subcommands: &'static [&'static str],
     /// Short options that take a value (attached, or as the next word).
     pub(crate) short_value: &'static [u8],
     /// Short options whose value can only be attached (`xargs -i`, `-e`).
@@ -47,6 +54,7 @@ pub(crate) struct Wrapper {
 
 pub(crate) const PLAIN: Wrapper = Wrapper {
     names: &[],
+    subcommands: &[],
     short_value: b"",
     short_optional: b"",
     long_values: &[],
@@ -64,7 +72,7 @@ pub(crate) const PLAIN: Wrapper = Wrapper {
 pub(crate) const WRAPPERS: &[Wrapper] = &[
     Wrapper {
         names: &["env"],
-        short_value: b"uCSP",
+        short_value: b"uCSPa",
         long_values: &[("unset", 1), ("chdir", 1), ("split-string", 1)],
         assignments: true,
         ..PLAIN
@@ -213,7 +221,7 @@ pub(crate) const WRAPPERS: &[Wrapper] = &[
     },
     Wrapper {
         names: &["sg"],
-        operands: 1,
+        leading_operands: 1,
         command_short: Some(b'c'),
         runs: Runs::Joined,
         ..PLAIN
@@ -583,6 +591,219 @@ pub(crate) const WRAPPERS: &[Wrapper] = &[
     Wrapper {
         names: &["gdb", "gdb-multiarch"],
         runs: Runs::AfterMarker(&["--args", "-args"]),
+        ..PLAIN
+    },
+    // Launchers read from each program's documented way of running a command.
+    Wrapper {
+        names: &["capsh"],
+        runs: Runs::ShellWords,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["perf"],
+        subcommands: &["stat", "record", "trace"],
+        short_value: b"eGpPtoxrICDMjFcSmLT",
+        long_values: &[
+            ("event", 1),
+            ("pid", 1),
+            ("tid", 1),
+            ("cpu", 1),
+            ("output", 1),
+            ("repeat", 1),
+            ("field-separator", 1),
+            ("cgroup", 1),
+            ("metrics", 1),
+            ("freq", 1),
+            ("count", 1),
+            ("call-graph", 1),
+            ("delay", 1),
+            ("interval-print", 1),
+            ("mmap-pages", 1),
+            ("filter", 1),
+            ("duration", 1),
+            ("expr", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["hyperfine"],
+        short_value: b"wmMrspcPDLSuno",
+        long_values: &[
+            ("warmup", 1),
+            ("min-runs", 1),
+            ("max-runs", 1),
+            ("runs", 1),
+            ("setup", 1),
+            ("prepare", 1),
+            ("conclude", 1),
+            ("cleanup", 1),
+            ("parameter-scan", 3),
+            ("parameter-step-size", 1),
+            ("parameter-list", 2),
+            ("shell", 1),
+            ("style", 1),
+            ("time-unit", 1),
+            ("export-asciidoc", 1),
+            ("export-csv", 1),
+            ("export-json", 1),
+            ("export-markdown", 1),
+            ("export-orgmode", 1),
+            ("command-name", 1),
+            ("output", 1),
+            ("input", 1),
+            ("sort", 1),
+        ],
+        runs: Runs::EachScript,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["pyenv", "rbenv", "nodenv", "asdf", "bundle", "pnpm", "yarn"],
+        subcommands: &["exec", "dlx"],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["mise", "rtx"],
+        subcommands: &["exec", "x"],
+        short_value: b"Cj",
+        long_values: &[("cd", 1), ("jobs", 1), ("env", 1)],
+        command_short: Some(b'c'),
+        command_long: Some("command"),
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["direnv"],
+        subcommands: &["exec"],
+        operands: 1,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["npx"],
+        short_value: b"p",
+        long_values: &[("package", 1)],
+        command_short: Some(b'c'),
+        command_long: Some("call"),
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["npm"],
+        subcommands: &["exec", "x"],
+        short_value: b"pw",
+        long_values: &[("package", 1), ("workspace", 1)],
+        command_short: Some(b'c'),
+        command_long: Some("call"),
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["tmux"],
+        subcommands: &[
+            "new",
+            "new-session",
+            "new-window",
+            "neww",
+            "split-window",
+            "splitw",
+        ],
+        short_value: b"cefFnstxylp",
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["tmux"],
+        subcommands: &["run-shell", "run"],
+        short_value: b"dtc",
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["screen"],
+        short_value: b"SceEhpsTtX",
+        long_values: &[("Logfile", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["dbus-launch"],
+        long_values: &[("config-file", 1), ("autolaunch", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["ssh"],
+        short_value: b"BbcDEeFIiJLlmOoPpQRSWw",
+        operands: 1,
+        runs: Runs::Joined,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["run0"],
+        short_value: b"ugpD",
+        long_values: &[
+            ("user", 1),
+            ("group", 1),
+            ("unit", 1),
+            ("property", 1),
+            ("description", 1),
+            ("slice", 1),
+            ("slice-inherit", 0),
+            ("setenv", 1),
+            ("chdir", 1),
+            ("nice", 1),
+            ("background", 1),
+            ("machine", 1),
+        ],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["nix-shell"],
+        short_value: b"pIAE",
+        long_values: &[
+            ("packages", 1),
+            ("include", 1),
+            ("attr", 1),
+            ("arg", 2),
+            ("argstr", 2),
+        ],
+        command_long: Some("run"),
+        runs: Runs::Nothing,
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["nix"],
+        subcommands: &["shell", "develop"],
+        runs: Runs::AfterMarker(&["-c", "--command"]),
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["conda", "mamba", "micromamba"],
+        subcommands: &["run"],
+        short_value: b"npr",
+        long_values: &[("name", 1), ("prefix", 1), ("cwd", 1), ("root-prefix", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["poetry", "pipenv", "pdm", "hatch"],
+        subcommands: &["run"],
+        short_value: b"Pe",
+        long_values: &[("directory", 1), ("project", 1), ("env", 1)],
+        ..PLAIN
+    },
+    Wrapper {
+        names: &["uv"],
+        subcommands: &["run"],
+        short_value: b"wp",
+        long_values: &[
+            ("with", 1),
+            ("with-requirements", 1),
+            ("with-editable", 1),
+            ("python", 1),
+            ("package", 1),
+            ("directory", 1),
+            ("project", 1),
+            ("env-file", 1),
+            ("index", 1),
+            ("default-index", 1),
+            ("extra", 1),
+            ("group", 1),
+            ("script", 1),
+        ],
         ..PLAIN
     },
     Wrapper {
