@@ -854,6 +854,37 @@ mod tests {
         assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory of this user"));
     }
 
+    /// In a new pid namespace the wrapper's parent is pid 1, as under `kubectl exec`:
+    /// in stdin-pipe mode it then starts no watcher, so the command is its only child.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_wrapper_whose_parent_is_init_watches_no_parent() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let out = Command::new("unshare")
+            .args([
+                "--user",
+                "--map-root-user",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+            ])
+            .args(["sh", "-c", "sh -c \"$0\" terminalfs tok i sh '' \"$1\""])
+            .args([WRAPPER, "ps -o args= --ppid $PPID"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("unshare (util-linux) runs");
+        assert!(
+            out.status.success(),
+            "a pid namespace could not be made: {out:?}"
+        );
+        let children = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            children.lines().collect::<Vec<_>>(),
+            ["sh -c ps -o args= --ppid $PPID"]
+        );
+    }
+
     #[test]
     fn the_signal_script_sends_nothing_to_a_group_that_is_not_one() {
         let dir = tempfile::tempdir().expect("temporary directory");
