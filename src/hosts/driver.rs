@@ -25,14 +25,18 @@ use std::time::{Duration, Instant, SystemTime};
 const WRAPPER: &str = include_str!("wrapper.sh");
 
 /// The script that sends a signal to the group a wrapper wrote down (`$0` the token,
-/// `$1` the signal word); it waits a moment for a command that has just started.
-const SIGNAL: &str = r#"f="${TMPDIR:-/tmp}/terminalfs-$0"; i=0
+/// `$1` the signal word); it waits a moment for a command that has just started, and
+/// sends nothing unless the file holds a process group (never 0 or 1, which `kill`
+/// reads as "every process").
+const SIGNAL: &str = r#"f="${XDG_RUNTIME_DIR:-$HOME/.cache}/terminalfs/$0"; i=0
 until g=$(cat "$f" 2>/dev/null) && [ -n "$g" ]; do i=$((i+1)); [ "$i" -gt 20 ] && exit 1; sleep 0.1; done
+case $g in *[!0-9]*|0|1) exit 1;; esac
 kill -s "$1" -- "-$g""#;
 
 /// The script that reads back, and removes, the far side's start and end times (epoch
 /// seconds) a wrapper left for token `$0`.
-const TIMES: &str = r#"f="${TMPDIR:-/tmp}/terminalfs-$0.t"; cat "$f" && rm -f "$f""#;
+const TIMES: &str =
+    r#"f="${XDG_RUNTIME_DIR:-$HOME/.cache}/terminalfs/$0.t"; cat "$f" && rm -f "$f""#;
 
 /// How long a new connection may take before the command fails.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -402,6 +406,18 @@ fn connect(host: &Arc<Host>, count: u64) -> Result<Arc<Master>, String> {
     }
 }
 
+/// The entry's `env` as ` VAR='value'…` words for an `export` line, so that the wrapper
+/// and the short sessions after it (which find its files through `XDG_RUNTIME_DIR` or
+/// `HOME`) see the same variables.
+fn exports(host: &Host) -> Vec<u8> {
+    let mut words = Vec::new();
+    for (var, value) in &host.env {
+        words.extend(format!(" {var}=").as_bytes());
+        words.extend(quote(value.as_bytes()));
+    }
+    words
+}
+
 /// What runs a command named `name` with `text` on `host`. For ssh this connects (or
 /// picks a connection with room) first, and fails with a sentence naming the host and
 /// ssh's own words when it cannot.
@@ -423,14 +439,10 @@ pub fn launch(host: &Arc<Host>, name: &str, text: &[u8], mode: Mode) -> Result<L
         }
         _ => (None, None),
     };
-    let mut env: Vec<u8> = b"export TERMINALFS_NAME=".to_vec();
-    env.extend(quote(name.as_bytes()));
-    for (var, value) in &host.env {
-        env.extend(format!(" {var}=").as_bytes());
-        env.extend(quote(value.as_bytes()));
-    }
-    env.push(b'\n');
-    let mut script = env;
+    let mut script: Vec<u8> = b"export TERMINALFS_NAME=".to_vec();
+    script.extend(quote(name.as_bytes()));
+    script.extend(exports(host));
+    script.push(b'\n');
     script.extend_from_slice(WRAPPER.as_bytes());
     let word = match mode {
         Mode::Closed => "w",
@@ -557,6 +569,13 @@ impl Remote {
     /// A session that runs `script` with the token and `arg` on the far side, over
     /// the kept connection (ssh) or a new exec (kubectl).
     fn session(&self, script: &str, arg: &str) -> Option<Command> {
+        let mut text = Vec::new();
+        if !self.host.env.is_empty() {
+            text.extend(b"export");
+            text.extend(exports(&self.host));
+            text.push(b'\n');
+        }
+        text.extend(script.as_bytes());
         match &self.host.engine {
             Engine::Ssh(destination) => {
                 let master = self.master.as_ref()?;
@@ -569,7 +588,7 @@ impl Remote {
                     .arg(destination)
                     .arg("--");
                 let mut remote = b"sh -c ".to_vec();
-                remote.extend(quote(script.as_bytes()));
+                remote.extend(quote(&text));
                 remote.extend(format!(" {} {arg}", self.token).as_bytes());
                 command.arg(OsString::from_vec(remote));
                 Some(command)
@@ -580,7 +599,9 @@ impl Remote {
                     .arg("exec")
                     .args(&self.host.options)
                     .arg(target)
-                    .args(["--", "sh", "-c", script, &self.token, arg]);
+                    .args(["--", "sh", "-c"])
+                    .arg(OsString::from_vec(text))
+                    .args([&self.token, arg]);
                 Some(command)
             }
             Engine::Srun => None,
@@ -792,5 +813,102 @@ mod tests {
             .output()
             .expect("sh runs");
         assert_eq!(out.stdout, text);
+    }
+
+    /// Runs the wrapper here as the far side would, its private directory under `runtime`.
+    fn wrapper(runtime: &Path, token: &str, text: &str) -> std::process::Output {
+        Command::new("sh")
+            .args(["-c", WRAPPER, "terminalfs", token, "w", "sh", "", text])
+            .env("XDG_RUNTIME_DIR", runtime)
+            .stdin(Stdio::null())
+            .output()
+            .expect("sh runs")
+    }
+
+    #[test]
+    fn the_wrapper_keeps_its_files_private_and_never_reuses_one() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let out = wrapper(dir.path(), "tok1", "echo ran");
+        assert_eq!(out.stdout, b"ran\n", "{out:?}");
+        let private = dir.path().join("terminalfs");
+        let mode = std::fs::metadata(&private).expect("made").mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert!(!private.join("tok1").exists(), "the group file is removed");
+        assert!(private.join("tok1.t").exists(), "the times are left");
+
+        // A file already there (here naming every process) is never written or used.
+        std::fs::write(private.join("tok2"), "1\n").expect("write");
+        let out = wrapper(dir.path(), "tok2", "echo ran");
+        assert_eq!(out.status.code(), Some(126), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+        assert_eq!(std::fs::read(private.join("tok2")).expect("read"), b"1\n");
+
+        // A directory reached through a symbolic link is refused.
+        let other = tempfile::tempdir().expect("temporary directory");
+        std::fs::create_dir(other.path().join("real")).expect("mkdir");
+        std::os::unix::fs::symlink(other.path().join("real"), other.path().join("terminalfs"))
+            .expect("symlink");
+        let out = wrapper(other.path(), "tok3", "echo ran");
+        assert_eq!(out.status.code(), Some(126), "{out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory of this user"));
+    }
+
+    /// In a new pid namespace the wrapper's parent is pid 1, as under `kubectl exec`:
+    /// in stdin-pipe mode it then starts no watcher, so the command is its only child.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_wrapper_whose_parent_is_init_watches_no_parent() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let out = Command::new("unshare")
+            .args([
+                "--user",
+                "--map-root-user",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+            ])
+            .args(["sh", "-c", "sh -c \"$0\" terminalfs tok i sh '' \"$1\""])
+            .args([WRAPPER, "ps -o args= --ppid $PPID"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("unshare (util-linux) runs");
+        assert!(
+            out.status.success(),
+            "a pid namespace could not be made: {out:?}"
+        );
+        let children = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            children.lines().collect::<Vec<_>>(),
+            ["sh -c ps -o args= --ppid $PPID"]
+        );
+    }
+
+    #[test]
+    fn the_signal_script_sends_nothing_to_a_group_that_is_not_one() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let private = dir.path().join("terminalfs");
+        std::fs::create_dir(&private).expect("mkdir");
+        for bad in ["1", "0", "-1", "1 2", "x"] {
+            std::fs::write(private.join("tok"), bad).expect("write");
+            // `kill` is shadowed so that a call would be seen, never sent.
+            let script = format!("kill() {{ echo \"kill $*\"; }}\n{SIGNAL}");
+            let out = Command::new("sh")
+                .args(["-c", &script, "tok", "TERM"])
+                .env("XDG_RUNTIME_DIR", dir.path())
+                .output()
+                .expect("sh runs");
+            assert_eq!(out.status.code(), Some(1), "{bad}: {out:?}");
+            assert!(out.stdout.is_empty(), "{bad}: {out:?}");
+        }
+        std::fs::write(private.join("tok"), "4242\n").expect("write");
+        let script = format!("kill() {{ echo \"kill $*\"; }}\n{SIGNAL}");
+        let out = Command::new("sh")
+            .args(["-c", &script, "tok", "TERM"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .output()
+            .expect("sh runs");
+        assert_eq!(out.stdout, b"kill -s TERM -- -4242\n", "{out:?}");
     }
 }

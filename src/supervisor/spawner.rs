@@ -596,7 +596,9 @@ fn serve_until_gone(watched: &mut super::watcher::Watched) -> i32 {
     ];
     loop {
         // SAFETY: two valid pollfds.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, watched.poll_timeout()) };
+        watched.tick();
+        if ready <= 0 {
             continue;
         }
         if fds[1].revents != 0 {

@@ -17,15 +17,20 @@ use std::time::{Duration, Instant};
 /// How long the watcher keeps killing before it gives up on what it cannot stop.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
 
+/// How often, at most, the watched list is pruned while the spawner is awake.
+pub const PRUNE_EVERY: Duration = Duration::from_secs(1);
+
 /// The shells the spawner forked whose process group or session may still hold
-/// processes; pruned as it grows, so a long-lived driver does not make it grow without
-/// bound.
+/// processes; pruned every second or so while any is listed (and whenever it grows),
+/// so a shell's pid freed and given to another process stays listed only that long.
 #[derive(Debug, Default)]
 pub struct Watched {
     /// Each shell's pid and its start time (clock ticks after boot; 0 where unknown).
     leaders: Vec<(i32, u64)>,
     /// Its length after the last prune.
     kept: usize,
+    /// When it was last pruned.
+    pruned: Option<Instant>,
 }
 
 impl Watched {
@@ -34,16 +39,43 @@ impl Watched {
         let started = started_at(pid).unwrap_or(0);
         self.leaders.push((pid, started));
         if self.leaders.len() >= 2 * self.kept.max(32) {
-            let live = processes();
-            self.leaders
-                .retain(|(leader, _)| group_alive(*leader) || in_session(&live, *leader));
-            self.kept = self.leaders.len();
+            self.prune();
         }
+    }
+
+    /// How long the spawner may sleep before it should call [`Watched::tick`]: a poll
+    /// timeout in milliseconds, -1 (forever) when nothing is listed.
+    pub fn poll_timeout(&self) -> i32 {
+        if self.leaders.is_empty() {
+            -1
+        } else {
+            PRUNE_EVERY.as_millis() as i32
+        }
+    }
+
+    /// Called each time the spawner wakes: prunes, at most once per [`PRUNE_EVERY`].
+    pub fn tick(&mut self) {
+        let due = self.pruned.is_none_or(|at| at.elapsed() >= PRUNE_EVERY);
+        if due && !self.leaders.is_empty() {
+            self.prune();
+        }
+    }
+
+    /// Drops the shells whose group and session have no member left.
+    fn prune(&mut self) {
+        let mut live = None;
+        self.leaders.retain(|(leader, _)| {
+            group_alive(*leader) || in_session(live.get_or_insert_with(processes), *leader)
+        });
+        self.kept = self.leaders.len();
+        self.pruned = Some(Instant::now());
     }
 
     /// The shells whose group and session numbers are still theirs: a number is not
     /// given to a new process while a group or session of that number has a member,
     /// so one is another's only when a process of that pid runs that is not the shell.
+    /// A shell whose start time is unknown is not told apart from a newcomer with its
+    /// pid, so it counts only while no process has that pid.
     fn leaders(&self, processes: &[Process]) -> Vec<i32> {
         self.leaders
             .iter()
@@ -51,7 +83,7 @@ impl Watched {
                 processes
                     .iter()
                     .find(|process| process.pid == *leader)
-                    .is_none_or(|process| *started == 0 || process.started == *started)
+                    .is_none_or(|process| *started != 0 && process.started == *started)
             })
             .map(|(leader, _)| *leader)
             .collect()
@@ -251,9 +283,41 @@ mod tests {
         // A shell's pid now taken by another process: its numbers are not the shell's.
         let watched = Watched {
             leaders: vec![(100, 7), (60, 8)],
-            kept: 2,
+            ..Watched::default()
         };
         assert_eq!(watched.leaders(&processes), vec![100]);
+    }
+
+    #[test]
+    fn a_shell_of_unknown_start_is_watched_only_while_its_pid_is_free() {
+        let processes = [process(1, 0, 1, 1), process(100, 1, 100, 100)];
+        let watched = Watched {
+            // 100: start unknown, its pid taken; 200: start unknown, its pid free (its
+            // group may still have members); 300: known and gone.
+            leaders: vec![(100, 0), (200, 0), (300, 9)],
+            ..Watched::default()
+        };
+        assert_eq!(watched.leaders(&processes), vec![200, 300]);
+    }
+
+    #[test]
+    fn the_watched_list_is_pruned_on_a_timer_not_only_as_it_grows() {
+        let mut watched = Watched::default();
+        assert_eq!(watched.poll_timeout(), -1);
+        watched.add(i32::MAX);
+        assert_eq!(watched.poll_timeout(), PRUNE_EVERY.as_millis() as i32);
+        watched.tick();
+        assert!(
+            watched.leaders.is_empty(),
+            "a pid no process has is dropped"
+        );
+        // A second wake within the period does no work; one after it prunes again.
+        watched.leaders.push((i32::MAX - 1, 0));
+        watched.tick();
+        assert_eq!(watched.leaders.len(), 1);
+        watched.pruned = watched.pruned.and_then(|at| at.checked_sub(PRUNE_EVERY));
+        watched.tick();
+        assert!(watched.leaders.is_empty());
     }
 
     #[test]
