@@ -105,11 +105,12 @@ impl Context {
 }
 
 /// Reviews a command's text while it is decided: a refusal (a sentence), or how it runs.
-/// `off` is a `sandbox=off` directive; `commands` its simple commands.
+/// `off` is a `sandbox=off` directive; `commands` the simple commands of `text`.
 pub fn review(
     section: &Section,
     context: &Context,
     off: bool,
+    text: &str,
     commands: &[crate::policy::SimpleCommand],
 ) -> Result<Choice, String> {
     if !context.enabled(section) {
@@ -125,7 +126,7 @@ pub fn review(
         }
         return Ok(Choice::Off);
     }
-    if section.excludes(commands) {
+    if section.excludes(text, commands) {
         return Ok(Choice::Excluded);
     }
     match unavailable(section) {
@@ -677,11 +678,11 @@ mod tests {
     fn off_needs_the_setting_and_every_command_must_be_excluded() {
         let context = Context::default();
         let strict = section(r#"{"enabled": true, "excludedCommands": ["docker"]}"#);
-        let reason = review(&strict, &context, true, &commands("make")).unwrap_err();
+        let reason = review(&strict, &context, true, "make", &commands("make")).unwrap_err();
         assert!(reason.contains("allowUnsandboxedCommands"), "{reason}");
         let loose = section(r#"{"enabled": true, "allowUnsandboxedCommands": true}"#);
         assert_eq!(
-            review(&loose, &context, true, &commands("make")),
+            review(&loose, &context, true, "make", &commands("make")),
             Ok(Choice::Off)
         );
         for (text, excluded) in [
@@ -691,8 +692,21 @@ mod tests {
             ("docker ps; rm -rf x", false),
             ("dockerd", false),
             ("make", false),
+            // A program named by a path may be a file the sandboxed command wrote.
+            ("./docker ps", false),
+            ("/tmp/x/docker ps", false),
+            ("./sh -c 'docker ps'", false),
+            ("sh -c 'docker ps'", true),
+            // A command that changes what the name finds or what loads with it.
+            ("PATH=. docker ps", false),
+            ("LD_PRELOAD=./x.so docker ps", false),
+            ("env PATH=. docker ps", false),
+            ("env LD_LIBRARY_PATH=. docker ps", false),
+            ("BASH_ENV=./x sh -c 'docker ps'", false),
+            ("ENV=./x docker ps", false),
+            ("FOO=1 docker ps", true),
         ] {
-            let choice = review(&strict, &context, false, &commands(text));
+            let choice = review(&strict, &context, false, text, &commands(text));
             assert_eq!(
                 choice == Ok(Choice::Excluded),
                 excluded,
@@ -702,14 +716,14 @@ mod tests {
         // Nothing applies while the sandbox is off.
         let off = section(r#"{"enabled": false}"#);
         assert_eq!(
-            review(&off, &context, true, &commands("make")),
+            review(&off, &context, true, "make", &commands("make")),
             Ok(Choice::Inside)
         );
         let forced = Context {
             forced: true,
             ..Context::default()
         };
-        assert!(review(&off, &forced, true, &commands("make")).is_err());
+        assert!(review(&off, &forced, true, "make", &commands("make")).is_err());
     }
 
     #[test]
