@@ -68,17 +68,8 @@ pub fn user_namespaces() -> bool {
 
 /// What the kernel lacks for `plan`, in a sentence; None when it has everything.
 pub fn missing(plan: &super::Plan) -> Option<String> {
-    let abi = landlock_abi();
-    if abi < 1 {
-        return Some(
-            "the kernel has no Landlock (Linux 5.13 or later with landlock in the lsm= list)"
-                .to_owned(),
-        );
-    }
-    if abi < 4 {
-        return Some(format!(
-            "the kernel's Landlock is ABI {abi}; network rules need ABI 4 (Linux 6.7)"
-        ));
+    if let Some(gap) = abi_gap(landlock_abi()) {
+        return Some(gap);
     }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -90,6 +81,24 @@ pub fn missing(plan: &super::Plan) -> Option<String> {
         );
     }
     None
+}
+
+/// What a kernel whose Landlock is ABI `abi` (0: none) lacks, in a sentence.
+fn abi_gap(abi: i32) -> Option<String> {
+    match abi {
+        ..1 => Some(
+            "the kernel has no Landlock (Linux 5.13 or later with landlock in the lsm= list)"
+                .to_owned(),
+        ),
+        1..4 => Some(format!(
+            "the kernel's Landlock is ABI {abi}; network rules need ABI 4 (Linux 6.7)"
+        )),
+        4..6 => Some(format!(
+            "the kernel's Landlock is ABI {abi}, so signals to the driver and other commands \
+             are not contained (that needs ABI 6, Linux 6.12)"
+        )),
+        _ => None,
+    }
 }
 
 /// What the child applies before its exec, prepared in full here.
@@ -818,5 +827,17 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
+    }
+
+    #[test]
+    fn a_landlock_without_signal_scoping_is_missing_something() {
+        assert!(abi_gap(0).unwrap().contains("no Landlock"));
+        assert!(abi_gap(3).unwrap().contains("network rules need ABI 4"));
+        for abi in [4, 5] {
+            let gap = abi_gap(abi).unwrap();
+            assert!(gap.contains("signals") && gap.contains("ABI 6"), "{gap}");
+        }
+        assert_eq!(abi_gap(6), None);
+        assert_eq!(abi_gap(7), None);
     }
 }
