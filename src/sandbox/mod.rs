@@ -257,6 +257,7 @@ pub fn plan(section: &Section, context: &Context, cwd: &Path, tmp: Option<&Path>
     never.push(context.settings.clone());
     never.extend(HOME_PROTECTED.iter().map(|p| context.home.join(p)));
     never.push(cwd.join(".git/hooks"));
+    never.push(cwd.join(".git/config"));
     let denied: Vec<PathBuf> = section
         .deny_write
         .iter()
@@ -268,10 +269,23 @@ pub fn plan(section: &Section, context: &Context, cwd: &Path, tmp: Option<&Path>
         }
     }
     never.extend(denied);
-    for path in never.iter().filter(|p| exists(p)).map(|p| real(p)) {
-        let covered = plan.writable.iter().any(|root| below(&path, root));
-        if covered && !plan.read_only.contains(&path) {
-            plan.read_only.push(path);
+    for path in never {
+        let covered = |path: &Path| plan.writable.iter().any(|root| below(path, root));
+        if exists(&path) {
+            let path = real(&path);
+            if covered(&path) && !plan.read_only.contains(&path) {
+                plan.read_only.push(path);
+            }
+        } else if !plan.not_in_force.contains(&path) {
+            // Nothing covers a path that does not exist: a command may make it where
+            // it may write.
+            let resolved = match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => real(parent).join(name),
+                _ => path.clone(),
+            };
+            if covered(&resolved) {
+                plan.not_in_force.push(path);
+            }
         }
     }
     if let Some(mount) = &context.mount {
@@ -753,6 +767,23 @@ mod tests {
         assert_eq!(plan.hidden, [cwd.join("keep")]);
         assert!(plan.not_in_force.iter().any(|p| p.ends_with("gone")));
         assert!(plan.not_in_force.iter().any(|p| p.ends_with("nowhere")));
+        // A never-writable path a command could make inside the directory is listed;
+        // one outside every writable root (the home's startup files) is not.
+        assert!(
+            plan.not_in_force.iter().any(|p| p.ends_with(".git/config")),
+            "{plan:?}"
+        );
+        assert!(!plan.not_in_force.iter().any(|p| p.ends_with(".bashrc")));
+        std::fs::write(cwd.join(".git/config"), "").unwrap();
+        let again = super::plan(&section, &context, &cwd, None);
+        assert!(
+            again.read_only.contains(&cwd.join(".git/config")),
+            "{again:?}"
+        );
+        assert!(!again
+            .not_in_force
+            .iter()
+            .any(|p| p.ends_with(".git/config")));
         assert!(plan.needs_mounts());
     }
 }
