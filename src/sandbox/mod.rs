@@ -316,13 +316,10 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     /// A new directory, mode 0700, for the command `name`.
-    fn make(name: &str) -> std::io::Result<TempDir> {
+    fn make(name: &str) -> Result<TempDir, String> {
         use std::os::unix::fs::DirBuilderExt;
         let base = tmp_base();
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&base)?;
+        private_dir(&base)?;
         let clean: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -336,10 +333,10 @@ impl TempDir {
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok(TempDir(dir)),
                 Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(err) => return Err(err),
+                Err(err) => return Err(format!("cannot make {}: {err}", dir.display())),
             }
         }
-        Err(std::io::Error::from_raw_os_error(libc::EEXIST))
+        Err(format!("cannot make a new directory in {}", base.display()))
     }
 
     pub fn path(&self) -> &Path {
@@ -351,6 +348,33 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Makes `dir` (its parent must exist) as a directory only this user may enter, or
+/// accepts the one there only if it is just that: a directory, not a symbolic link,
+/// owned by this user, mode 0700. Another user could otherwise make it first in the
+/// shared temporary directory and read or replace what commands write in it.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        // The umask may have taken bits the commands need.
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|err| format!("cannot make {} private: {err}", dir.display()))?,
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(format!("cannot make {}: {err}", dir.display())),
+    }
+    let found = std::fs::symlink_metadata(dir)
+        .map_err(|err| format!("cannot look at {}: {err}", dir.display()))?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !found.file_type().is_dir() || found.uid() != uid || found.mode() & 0o7777 != 0o700 {
+        return Err(format!(
+            "{} exists and is not a directory of this user's with mode 0700 (it may be \
+             another user's); remove it or run from another TMPDIR",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Where this driver's commands get their `TMPDIR`s: one directory per driver process,
@@ -496,7 +520,7 @@ impl Mode {
         };
         let fail = |what: String| format!("terminalfs: sandbox: {what}\n");
         let tmp = TempDir::make(name)
-            .map_err(|err| fail(format!("cannot make the command's TMPDIR: {err}")))?;
+            .map_err(|why| fail(format!("cannot make the command's TMPDIR: {why}")))?;
         let plan = plan(section, context, cwd, Some(tmp.path()));
         let refused = Arc::new(AtomicU64::new(0));
         let proxy = if plan.allowed_domains.is_empty() {
@@ -785,5 +809,35 @@ mod tests {
             .iter()
             .any(|p| p.ends_with(".git/config")));
         assert!(plan.needs_mounts());
+    }
+
+    #[test]
+    fn the_temporary_base_is_made_private_or_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = tempfile::tempdir().unwrap();
+        let new = top.path().join("new");
+        private_dir(&new).unwrap();
+        let mode = std::fs::symlink_metadata(&new)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o700);
+        private_dir(&new).unwrap();
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&new, &link).unwrap();
+        let open = top.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let file = top.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let theirs = top.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534))
+            .expect("giving a directory to nobody needs root, as the sandbox tests do");
+        for path in [link, open, file, theirs] {
+            let why = private_dir(&path).unwrap_err();
+            assert!(why.contains(&path.display().to_string()), "{why}");
+        }
     }
 }
