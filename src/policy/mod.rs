@@ -318,6 +318,7 @@ impl Policy {
                 &self.rules().sandbox,
                 &self.sandbox,
                 directives.sandbox == crate::sandbox::Choice::Off,
+                &text,
                 &split.commands,
             ) {
                 Ok(choice) => {

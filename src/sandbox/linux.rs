@@ -4,9 +4,9 @@
 //! - Landlock ([`landlock`] crate) grants writes beneath the writable roots only and, from
 //!   ABI 4, TCP connects only to the command's proxy port (binds only with
 //!   `allowLocalBinding`); its ruleset is a descriptor made here and passed on.
-//! - A seccomp filter ([`seccompiler`]) refuses sockets Landlock cannot tell apart: UDP,
-//!   raw and packet sockets, Unix sockets unless allowed, and `io_uring` (which makes
-//!   sockets without `socket(2)`).
+//! - Seccomp filters ([`seccompiler`]) allow only the sockets Landlock rules (TCP), Unix
+//!   sockets when allowed, and netlink; refuse `io_uring` (which makes sockets without
+//!   `socket(2)`), `listen` unless local binding is allowed, and the x32 system calls.
 //! - Landlock only grants, so a path that must stay unwritable inside a writable root
 //!   (`.git/hooks`, a `denyWrite`), and a `denyRead`, is covered in a mount namespace of
 //!   the child's own: a read-only bind of itself, an empty read-only tmpfs or `/dev/null`.
@@ -68,17 +68,8 @@ pub fn user_namespaces() -> bool {
 
 /// What the kernel lacks for `plan`, in a sentence; None when it has everything.
 pub fn missing(plan: &super::Plan) -> Option<String> {
-    let abi = landlock_abi();
-    if abi < 1 {
-        return Some(
-            "the kernel has no Landlock (Linux 5.13 or later with landlock in the lsm= list)"
-                .to_owned(),
-        );
-    }
-    if abi < 4 {
-        return Some(format!(
-            "the kernel's Landlock is ABI {abi}; network rules need ABI 4 (Linux 6.7)"
-        ));
+    if let Some(gap) = abi_gap(landlock_abi()) {
+        return Some(gap);
     }
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -92,13 +83,31 @@ pub fn missing(plan: &super::Plan) -> Option<String> {
     None
 }
 
+/// What a kernel whose Landlock is ABI `abi` (0: none) lacks, in a sentence.
+fn abi_gap(abi: i32) -> Option<String> {
+    match abi {
+        ..1 => Some(
+            "the kernel has no Landlock (Linux 5.13 or later with landlock in the lsm= list)"
+                .to_owned(),
+        ),
+        1..4 => Some(format!(
+            "the kernel's Landlock is ABI {abi}; network rules need ABI 4 (Linux 6.7)"
+        )),
+        4..6 => Some(format!(
+            "the kernel's Landlock is ABI {abi}, so signals to the driver and other commands \
+             are not contained (that needs ABI 6, Linux 6.12)"
+        )),
+        _ => None,
+    }
+}
+
 /// What the child applies before its exec, prepared in full here.
 #[derive(Debug)]
 pub struct Child {
     /// The Landlock ruleset.
     ruleset: OwnedFd,
-    /// The seccomp program.
-    filter: Vec<libc::sock_filter>,
+    /// The seccomp programs, installed in turn.
+    filters: Vec<Program>,
     /// `uid_map` and `gid_map` lines, when a user namespace is made.
     maps: Option<(CString, CString)>,
     /// Paths bound read-only over themselves in a new mount namespace, each with the
@@ -203,7 +212,7 @@ fn build_for(
     }
     let ruleset: Option<OwnedFd> = created.into();
     let ruleset = ruleset.ok_or("the kernel gave no Landlock ruleset")?;
-    let filter = socket_filter(plan.allow_all_unix_sockets)?.to_vec();
+    let filters = socket_filters(plan.allow_all_unix_sockets, plan.allow_local_binding)?.to_vec();
     let maps = (plan.needs_mounts() && uid != 0).then(|| {
         (
             CString::new(format!("{uid} {uid} 1")).expect("digits"),
@@ -212,7 +221,7 @@ fn build_for(
     });
     Ok(Child {
         ruleset,
-        filter,
+        filters,
         maps,
         read_only: plan
             .read_only
@@ -254,77 +263,136 @@ fn kept_flags(path: &Path) -> Result<libc::c_ulong, String> {
             | libc::MS_RELATIME))
 }
 
-/// The seccomp program for sockets (see [`compile_socket_filter`]), compiled once for
-/// each of its two forms.
-fn socket_filter(unix: bool) -> Result<&'static [libc::sock_filter], String> {
-    type Compiled = std::sync::OnceLock<Result<Vec<libc::sock_filter>, String>>;
-    static FORMS: [Compiled; 2] = [Compiled::new(), Compiled::new()];
-    FORMS[usize::from(unix)]
-        .get_or_init(|| compile_socket_filter(unix))
+/// The seccomp programs (see [`compile_socket_filters`]), compiled once for each of
+/// their four forms.
+fn socket_filters(unix: bool, listen: bool) -> Result<&'static [Program], String> {
+    type Compiled = std::sync::OnceLock<Result<Vec<Program>, String>>;
+    static FORMS: [Compiled; 4] = [
+        Compiled::new(),
+        Compiled::new(),
+        Compiled::new(),
+        Compiled::new(),
+    ];
+    FORMS[usize::from(unix) * 2 + usize::from(listen)]
+        .get_or_init(|| compile_socket_filters(unix, listen))
         .as_deref()
         .map_err(Clone::clone)
 }
 
-/// The seccomp program: `socket` for UDP, raw and packet sockets, and for Unix sockets
-/// unless `unix` allows them, fails with EACCES; so does `io_uring_setup`.
-fn compile_socket_filter(unix: bool) -> Result<Vec<libc::sock_filter>, String> {
+/// One seccomp program.
+type Program = Vec<libc::sock_filter>;
+
+/// The seccomp programs, each installed in turn (the kernel runs them all):
+/// - `socket` is an allow list: TCP over IPv4 or IPv6 (the one kind Landlock rules), a
+///   Unix socket when `unix` allows it, and netlink (which `getaddrinfo` uses to list the
+///   machine's addresses); any other socket, and a `socketpair` of anything but Unix
+///   sockets, fails with EAFNOSUPPORT.
+/// - `io_uring_setup` (which makes sockets without `socket(2)`) fails with EPERM, and so
+///   does `listen` unless `listen` allows it: a listen on an unbound socket binds it
+///   without a `bind(2)` Landlock could refuse.
+/// - On x86_64, a system call of the x32 ABI fails with ENOSYS: its numbers are not the
+///   ones the other programs name.
+fn compile_socket_filters(unix: bool, listen: bool) -> Result<Vec<Program>, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op, SeccompCondition as Cond,
         SeccompFilter, SeccompRule,
     };
-    let arch = std::env::consts::ARCH
+    let arch: seccompiler::TargetArch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| format!("no seccomp for this architecture: {e}"))?;
     let bad = |e: seccompiler::BackendError| format!("cannot build the seccomp filter: {e}");
-    let mut socket_rules = Vec::new();
+    let cond = |arg: u8, op: Op, value: libc::c_int| Cond::new(arg, Len::Dword, op, value as u64);
+    let rule = |conds: Vec<Result<Cond, seccompiler::BackendError>>| {
+        SeccompRule::new(conds.into_iter().collect::<Result<_, _>>().map_err(bad)?).map_err(bad)
+    };
+    let mut other_family = vec![
+        cond(0, Op::Ne, libc::AF_INET),
+        cond(0, Op::Ne, libc::AF_INET6),
+        cond(0, Op::Ne, libc::AF_NETLINK),
+    ];
+    if unix {
+        other_family.push(cond(0, Op::Ne, libc::AF_UNIX));
+    }
+    let mut socket_rules = vec![rule(other_family)?];
     for family in [libc::AF_INET, libc::AF_INET6] {
-        for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_SEQPACKET, 10] {
-            socket_rules.push(
-                SeccompRule::new(vec![
-                    Cond::new(0, Len::Dword, Op::Eq, family as u64).map_err(bad)?,
-                    Cond::new(1, Len::Dword, Op::MaskedEq(0xf), kind as u64).map_err(bad)?,
-                ])
-                .map_err(bad)?,
-            );
+        // The type's low four bits are the kind; the kernel refuses any other flag than
+        // SOCK_NONBLOCK and SOCK_CLOEXEC.
+        for kind in (0..16).filter(|&kind| kind != libc::SOCK_STREAM) {
+            socket_rules.push(rule(vec![
+                cond(0, Op::Eq, family),
+                cond(1, Op::MaskedEq(0xf), kind),
+            ])?);
         }
+        socket_rules.push(rule(vec![
+            cond(0, Op::Eq, family),
+            cond(2, Op::Ne, 0),
+            cond(2, Op::Ne, libc::IPPROTO_TCP),
+        ])?);
     }
-    let mut families = vec![libc::AF_PACKET];
-    if !unix {
-        families.push(libc::AF_UNIX);
-    }
-    for family in families {
-        socket_rules.push(
-            SeccompRule::new(vec![
-                Cond::new(0, Len::Dword, Op::Eq, family as u64).map_err(bad)?
-            ])
-            .map_err(bad)?,
-        );
-    }
-    let rules = [
+    let pair_rules = vec![rule(vec![cond(0, Op::Ne, libc::AF_UNIX)])?];
+    let families = [
         (libc::SYS_socket, socket_rules),
-        (libc::SYS_io_uring_setup, Vec::new()),
+        (libc::SYS_socketpair, pair_rules),
+    ];
+    let mut refused = vec![(libc::SYS_io_uring_setup, Vec::new())];
+    if !listen {
+        refused.push((libc::SYS_listen, Vec::new()));
+    }
+    let compile = |rules: Vec<(i64, Vec<SeccompRule>)>, errno: i32| -> Result<Program, String> {
+        let filter = SeccompFilter::new(
+            rules.into_iter().collect(),
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(bad)?;
+        let program: seccompiler::BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| bad(e))?;
+        Ok(program
+            .into_iter()
+            .map(|f| libc::sock_filter {
+                code: f.code,
+                jt: f.jt,
+                jf: f.jf,
+                k: f.k,
+            })
+            .collect())
+    };
+    let mut programs = vec![
+        compile(families.into(), libc::EAFNOSUPPORT)?,
+        compile(refused, libc::EPERM)?,
+    ];
+    if cfg!(target_arch = "x86_64") {
+        programs.push(refuse_x32());
+    }
+    Ok(programs)
+}
+
+/// A program refusing every system call numbered with the x32 bit (ENOSYS); seccompiler
+/// has no way to name a range of numbers.
+fn refuse_x32() -> Program {
+    const X32_BIT: u32 = 0x4000_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    vec![
+        // The number is the first word of `struct seccomp_data`.
+        op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+        op(libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K, 0, 1, X32_BIT),
+        op(
+            libc::BPF_RET | libc::BPF_K,
+            0,
+            0,
+            RET_ERRNO | libc::ENOSYS as u32,
+        ),
+        op(libc::BPF_RET | libc::BPF_K, 0, 0, RET_ALLOW),
     ]
-    .into_iter()
-    .collect();
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EACCES as u32),
-        arch,
-    )
-    .map_err(bad)?;
-    let program: seccompiler::BpfProgram = filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| bad(e))?;
-    Ok(program
-        .into_iter()
-        .map(|f| libc::sock_filter {
-            code: f.code,
-            jt: f.jt,
-            jf: f.jf,
-            k: f.k,
-        })
-        .collect())
 }
 
 fn put(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -344,13 +412,16 @@ impl Child {
     /// The bytes a spawner needs, and the ruleset descriptor to pass with them.
     pub fn encode(&self) -> (Vec<u8>, RawFd) {
         let mut out = Vec::new();
-        let mut program = Vec::with_capacity(self.filter.len() * 8);
-        for f in &self.filter {
-            program.extend_from_slice(&f.code.to_ne_bytes());
-            program.extend_from_slice(&[f.jt, f.jf]);
-            program.extend_from_slice(&f.k.to_ne_bytes());
+        out.extend_from_slice(&(self.filters.len() as u32).to_ne_bytes());
+        for filter in &self.filters {
+            let mut program = Vec::with_capacity(filter.len() * 8);
+            for f in filter {
+                program.extend_from_slice(&f.code.to_ne_bytes());
+                program.extend_from_slice(&[f.jt, f.jf]);
+                program.extend_from_slice(&f.k.to_ne_bytes());
+            }
+            put(&mut out, &program);
         }
-        put(&mut out, &program);
         match &self.maps {
             Some((uid, gid)) => {
                 out.push(1);
@@ -374,16 +445,23 @@ impl Child {
 
     /// The child back from [`Child::encode`]'s bytes and the descriptor passed with them.
     pub fn decode(mut bytes: &[u8], ruleset: OwnedFd) -> Option<Child> {
-        let program = take(&mut bytes)?;
-        let filter = program
-            .chunks_exact(8)
-            .map(|c| libc::sock_filter {
-                code: u16::from_ne_bytes([c[0], c[1]]),
-                jt: c[2],
-                jf: c[3],
-                k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
-            })
-            .collect();
+        let (head, rest) = bytes.split_at_checked(4)?;
+        bytes = rest;
+        let mut filters = Vec::new();
+        for _ in 0..u32::from_ne_bytes(head.try_into().ok()?) {
+            let program = take(&mut bytes)?;
+            filters.push(
+                program
+                    .chunks_exact(8)
+                    .map(|c| libc::sock_filter {
+                        code: u16::from_ne_bytes([c[0], c[1]]),
+                        jt: c[2],
+                        jf: c[3],
+                        k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
+                    })
+                    .collect(),
+            );
+        }
         let (flag, rest) = bytes.split_first()?;
         bytes = rest;
         let maps = if *flag == 1 {
@@ -413,7 +491,7 @@ impl Child {
         }
         Some(Child {
             ruleset,
-            filter,
+            filters,
             maps,
             read_only,
             hidden,
@@ -482,16 +560,19 @@ impl Child {
             self.ruleset.as_raw_fd(),
             0,
         ) as i32)?;
-        let program = libc::sock_fprog {
-            len: self.filter.len() as u16,
-            filter: self.filter.as_ptr() as *mut libc::sock_filter,
-        };
-        check(libc::syscall(
-            libc::SYS_seccomp,
-            1, // SECCOMP_SET_MODE_FILTER
-            0,
-            &program as *const libc::sock_fprog,
-        ) as i32)
+        for filter in &self.filters {
+            let program = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            check(libc::syscall(
+                libc::SYS_seccomp,
+                1, // SECCOMP_SET_MODE_FILTER
+                0,
+                &program as *const libc::sock_fprog,
+            ) as i32)?;
+        }
+        Ok(())
     }
 }
 
@@ -686,5 +767,77 @@ mod tests {
         assert!(!stdout.contains("TOPSECRET"), "{stdout}");
         assert!(!out.join("f").exists() && !work.join(".git/hooks/h").exists());
         assert_eq!(std::fs::read_to_string(work.join("inside")).unwrap(), "y\n");
+    }
+
+    /// The socket filters let TCP, netlink and Unix socket pairs through and refuse every
+    /// other socket, a listen without a bind, and an x32 system call.
+    #[test]
+    fn only_the_sockets_landlock_rules_are_made() {
+        let script = "import ctypes, errno, os, socket\n\
+            def made(*a):\n\
+            \x20   try:\n\
+            \x20       socket.socket(*a).close(); return 'ok'\n\
+            \x20   except OSError as e: return errno.errorcode[e.errno]\n\
+            S, I6 = socket.SOCK_STREAM, socket.AF_INET6\n\
+            print('tcp', made(socket.AF_INET, S))\n\
+            print('tcp6-nonblock', made(I6, S | socket.SOCK_NONBLOCK, socket.IPPROTO_TCP))\n\
+            print('udp', made(socket.AF_INET, socket.SOCK_DGRAM))\n\
+            print('raw6', made(I6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6))\n\
+            print('sctp', made(socket.AF_INET, S, 132))\n\
+            print('packet', made(socket.AF_PACKET, socket.SOCK_RAW))\n\
+            print('unix', made(socket.AF_UNIX, S))\n\
+            print('netlink', made(socket.AF_NETLINK, socket.SOCK_RAW, 0))\n\
+            a, b = socket.socketpair(); print('pair', 'ok')\n\
+            s = socket.socket()\n\
+            try:\n\
+            \x20   s.listen(); print('listen', 'ok')\n\
+            except OSError as e: print('listen', errno.errorcode[e.errno])\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            r = libc.syscall(0x40000000 | 39)\n\
+            print('x32', 'ok' if r >= 0 else errno.errorcode[ctypes.get_errno()])\n";
+        // SAFETY: getuid and getgid cannot fail.
+        let ids = unsafe { (libc::getuid(), libc::getgid()) };
+        let child = build_for(&super::super::Plan::default(), &[], None, ids).unwrap();
+        let mut command = std::process::Command::new("python3");
+        command.arg("-c").arg(script);
+        // SAFETY: the closure makes system calls only, in the child before its exec.
+        unsafe {
+            command.pre_exec(move || child.apply().map_err(std::io::Error::from_raw_os_error));
+        }
+        let output = command.output().expect("python3 runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let mut expected = vec![
+            "tcp ok",
+            "tcp6-nonblock ok",
+            "udp EAFNOSUPPORT",
+            "raw6 EAFNOSUPPORT",
+            "sctp EAFNOSUPPORT",
+            "packet EAFNOSUPPORT",
+            "unix EAFNOSUPPORT",
+            "netlink ok",
+            "pair ok",
+            "listen EPERM",
+        ];
+        if cfg!(target_arch = "x86_64") {
+            expected.push("x32 ENOSYS");
+        }
+        assert_eq!(
+            stdout.lines().collect::<Vec<_>>(),
+            expected,
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    #[test]
+    fn a_landlock_without_signal_scoping_is_missing_something() {
+        assert!(abi_gap(0).unwrap().contains("no Landlock"));
+        assert!(abi_gap(3).unwrap().contains("network rules need ABI 4"));
+        for abi in [4, 5] {
+            let gap = abi_gap(abi).unwrap();
+            assert!(gap.contains("signals") && gap.contains("ABI 6"), "{gap}");
+        }
+        assert_eq!(abi_gap(6), None);
+        assert_eq!(abi_gap(7), None);
     }
 }

@@ -105,11 +105,12 @@ impl Context {
 }
 
 /// Reviews a command's text while it is decided: a refusal (a sentence), or how it runs.
-/// `off` is a `sandbox=off` directive; `commands` its simple commands.
+/// `off` is a `sandbox=off` directive; `commands` the simple commands of `text`.
 pub fn review(
     section: &Section,
     context: &Context,
     off: bool,
+    text: &str,
     commands: &[crate::policy::SimpleCommand],
 ) -> Result<Choice, String> {
     if !context.enabled(section) {
@@ -125,7 +126,7 @@ pub fn review(
         }
         return Ok(Choice::Off);
     }
-    if section.excludes(commands) {
+    if section.excludes(text, commands) {
         return Ok(Choice::Excluded);
     }
     match unavailable(section) {
@@ -256,6 +257,7 @@ pub fn plan(section: &Section, context: &Context, cwd: &Path, tmp: Option<&Path>
     never.push(context.settings.clone());
     never.extend(HOME_PROTECTED.iter().map(|p| context.home.join(p)));
     never.push(cwd.join(".git/hooks"));
+    never.push(cwd.join(".git/config"));
     let denied: Vec<PathBuf> = section
         .deny_write
         .iter()
@@ -267,10 +269,23 @@ pub fn plan(section: &Section, context: &Context, cwd: &Path, tmp: Option<&Path>
         }
     }
     never.extend(denied);
-    for path in never.iter().filter(|p| exists(p)).map(|p| real(p)) {
-        let covered = plan.writable.iter().any(|root| below(&path, root));
-        if covered && !plan.read_only.contains(&path) {
-            plan.read_only.push(path);
+    for path in never {
+        let covered = |path: &Path| plan.writable.iter().any(|root| below(path, root));
+        if exists(&path) {
+            let path = real(&path);
+            if covered(&path) && !plan.read_only.contains(&path) {
+                plan.read_only.push(path);
+            }
+        } else if !plan.not_in_force.contains(&path) {
+            // Nothing covers a path that does not exist: a command may make it where
+            // it may write.
+            let resolved = match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => real(parent).join(name),
+                _ => path.clone(),
+            };
+            if covered(&resolved) {
+                plan.not_in_force.push(path);
+            }
         }
     }
     if let Some(mount) = &context.mount {
@@ -301,13 +316,10 @@ pub struct TempDir(PathBuf);
 
 impl TempDir {
     /// A new directory, mode 0700, for the command `name`.
-    fn make(name: &str) -> std::io::Result<TempDir> {
+    fn make(name: &str) -> Result<TempDir, String> {
         use std::os::unix::fs::DirBuilderExt;
         let base = tmp_base();
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&base)?;
+        private_dir(&base)?;
         let clean: String = name
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -321,10 +333,10 @@ impl TempDir {
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => return Ok(TempDir(dir)),
                 Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(err) => return Err(err),
+                Err(err) => return Err(format!("cannot make {}: {err}", dir.display())),
             }
         }
-        Err(std::io::Error::from_raw_os_error(libc::EEXIST))
+        Err(format!("cannot make a new directory in {}", base.display()))
     }
 
     pub fn path(&self) -> &Path {
@@ -336,6 +348,33 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Makes `dir` (its parent must exist) as a directory only this user may enter, or
+/// accepts the one there only if it is just that: a directory, not a symbolic link,
+/// owned by this user, mode 0700. Another user could otherwise make it first in the
+/// shared temporary directory and read or replace what commands write in it.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        // The umask may have taken bits the commands need.
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|err| format!("cannot make {} private: {err}", dir.display()))?,
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(format!("cannot make {}: {err}", dir.display())),
+    }
+    let found = std::fs::symlink_metadata(dir)
+        .map_err(|err| format!("cannot look at {}: {err}", dir.display()))?;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if !found.file_type().is_dir() || found.uid() != uid || found.mode() & 0o7777 != 0o700 {
+        return Err(format!(
+            "{} exists and is not a directory of this user's with mode 0700 (it may be \
+             another user's); remove it or run from another TMPDIR",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Where this driver's commands get their `TMPDIR`s: one directory per driver process,
@@ -481,7 +520,7 @@ impl Mode {
         };
         let fail = |what: String| format!("terminalfs: sandbox: {what}\n");
         let tmp = TempDir::make(name)
-            .map_err(|err| fail(format!("cannot make the command's TMPDIR: {err}")))?;
+            .map_err(|why| fail(format!("cannot make the command's TMPDIR: {why}")))?;
         let plan = plan(section, context, cwd, Some(tmp.path()));
         let refused = Arc::new(AtomicU64::new(0));
         let proxy = if plan.allowed_domains.is_empty() {
@@ -677,11 +716,11 @@ mod tests {
     fn off_needs_the_setting_and_every_command_must_be_excluded() {
         let context = Context::default();
         let strict = section(r#"{"enabled": true, "excludedCommands": ["docker"]}"#);
-        let reason = review(&strict, &context, true, &commands("make")).unwrap_err();
+        let reason = review(&strict, &context, true, "make", &commands("make")).unwrap_err();
         assert!(reason.contains("allowUnsandboxedCommands"), "{reason}");
         let loose = section(r#"{"enabled": true, "allowUnsandboxedCommands": true}"#);
         assert_eq!(
-            review(&loose, &context, true, &commands("make")),
+            review(&loose, &context, true, "make", &commands("make")),
             Ok(Choice::Off)
         );
         for (text, excluded) in [
@@ -691,8 +730,21 @@ mod tests {
             ("docker ps; rm -rf x", false),
             ("dockerd", false),
             ("make", false),
+            // A program named by a path may be a file the sandboxed command wrote.
+            ("./docker ps", false),
+            ("/tmp/x/docker ps", false),
+            ("./sh -c 'docker ps'", false),
+            ("sh -c 'docker ps'", true),
+            // A command that changes what the name finds or what loads with it.
+            ("PATH=. docker ps", false),
+            ("LD_PRELOAD=./x.so docker ps", false),
+            ("env PATH=. docker ps", false),
+            ("env LD_LIBRARY_PATH=. docker ps", false),
+            ("BASH_ENV=./x sh -c 'docker ps'", false),
+            ("ENV=./x docker ps", false),
+            ("FOO=1 docker ps", true),
         ] {
-            let choice = review(&strict, &context, false, &commands(text));
+            let choice = review(&strict, &context, false, text, &commands(text));
             assert_eq!(
                 choice == Ok(Choice::Excluded),
                 excluded,
@@ -702,14 +754,14 @@ mod tests {
         // Nothing applies while the sandbox is off.
         let off = section(r#"{"enabled": false}"#);
         assert_eq!(
-            review(&off, &context, true, &commands("make")),
+            review(&off, &context, true, "make", &commands("make")),
             Ok(Choice::Inside)
         );
         let forced = Context {
             forced: true,
             ..Context::default()
         };
-        assert!(review(&off, &forced, true, &commands("make")).is_err());
+        assert!(review(&off, &forced, true, "make", &commands("make")).is_err());
     }
 
     #[test]
@@ -739,6 +791,53 @@ mod tests {
         assert_eq!(plan.hidden, [cwd.join("keep")]);
         assert!(plan.not_in_force.iter().any(|p| p.ends_with("gone")));
         assert!(plan.not_in_force.iter().any(|p| p.ends_with("nowhere")));
+        // A never-writable path a command could make inside the directory is listed;
+        // one outside every writable root (the home's startup files) is not.
+        assert!(
+            plan.not_in_force.iter().any(|p| p.ends_with(".git/config")),
+            "{plan:?}"
+        );
+        assert!(!plan.not_in_force.iter().any(|p| p.ends_with(".bashrc")));
+        std::fs::write(cwd.join(".git/config"), "").unwrap();
+        let again = super::plan(&section, &context, &cwd, None);
+        assert!(
+            again.read_only.contains(&cwd.join(".git/config")),
+            "{again:?}"
+        );
+        assert!(!again
+            .not_in_force
+            .iter()
+            .any(|p| p.ends_with(".git/config")));
         assert!(plan.needs_mounts());
+    }
+
+    #[test]
+    fn the_temporary_base_is_made_private_or_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let top = tempfile::tempdir().unwrap();
+        let new = top.path().join("new");
+        private_dir(&new).unwrap();
+        let mode = std::fs::symlink_metadata(&new)
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o700);
+        private_dir(&new).unwrap();
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&new, &link).unwrap();
+        let open = top.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let file = top.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let theirs = top.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534))
+            .expect("giving a directory to nobody needs root, as the sandbox tests do");
+        for path in [link, open, file, theirs] {
+            let why = private_dir(&path).unwrap_err();
+            assert!(why.contains(&path.display().to_string()), "{why}");
+        }
     }
 }

@@ -363,21 +363,49 @@ impl Section {
         !self.excluded.is_empty()
     }
 
-    /// Whether every simple command of a text matches `excludedCommands` (a text with no
-    /// simple command is not excluded).
-    pub fn excludes(&self, commands: &[crate::policy::SimpleCommand]) -> bool {
+    /// Whether every simple command of `text` matches `excludedCommands` (a text with no
+    /// simple command is not excluded). Only a program found by its bare name through the
+    /// usual `PATH` counts: a word with a `/` may name a file the sandboxed command wrote
+    /// (`./docker`, and `./sh -c 'docker ps'` runs `./sh`), and a text assigning `PATH`,
+    /// `LD_*`, `BASH_ENV` or `ENV` changes what a name finds or what loads with it.
+    pub fn excludes(&self, text: &str, commands: &[crate::policy::SimpleCommand]) -> bool {
         !self.excluded.is_empty()
             && !commands.is_empty()
-            && commands
-                .iter()
-                .filter(|command| !command.transparent)
-                .all(|command| {
-                    command.innermost.iter().any(|form| {
-                        let candidate = crate::policy::Candidate::new(form);
-                        self.excluded.iter().any(|rule| rule.allows(&candidate))
-                    })
-                })
+            && !assigns_loader_variable(text)
+            && commands.iter().all(|command| {
+                let by_name = !command.dynamic_name
+                    && command.name_globs.is_empty()
+                    && command
+                        .forms
+                        .iter()
+                        .chain(&command.innermost)
+                        .all(|form| !form.split(' ').next().unwrap_or("").contains('/'));
+                by_name
+                    && (command.transparent
+                        || command.innermost.first().is_some_and(|written| {
+                            let candidate = crate::policy::Candidate::new(written);
+                            self.excluded.iter().any(|rule| rule.allows(&candidate))
+                        }))
+            })
     }
+}
+
+/// Whether `text` holds an assignment (`NAME=` or `NAME+=`, anywhere a word may start) to
+/// a variable that decides which program a name runs or what is loaded into it. It reads
+/// more than the shell would (a quoted `PATH=` counts too), which only keeps a command in.
+fn assigns_loader_variable(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    (0..bytes.len()).any(|start| {
+        if start > 0 && is_name(bytes[start - 1]) {
+            return false;
+        }
+        let end = start + bytes[start..].iter().take_while(|&&b| is_name(b)).count();
+        let name = &text[start..end];
+        let rest = &bytes[end..];
+        (rest.starts_with(b"=") || rest.starts_with(b"+="))
+            && (matches!(name, "PATH" | "BASH_ENV" | "ENV") || name.starts_with("LD_"))
+    })
 }
 
 #[cfg(test)]
