@@ -95,7 +95,7 @@ fn a_program_that_may_be_a_shell_on_a_terminal_is_refused_at_the_write() {
     let mount = mount();
     for (name, program, why) in [
         ("var", "$SHELL", "'$SHELL' is known only when it runs"),
-        ("bash", "$BASH", "'$BASH' is known only when it runs"),
+        ("bash", "$BASH", "'bash' is a shell"),
         ("braces", "${SHELL}", "'${SHELL}'"),
         ("subst", "$(echo sh)", "'$(...)'"),
         ("exe", "/proc/self/exe", "'/proc/self/exe' runs the shell"),
