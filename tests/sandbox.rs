@@ -100,6 +100,29 @@ fn writes_land_only_in_the_working_directory_tmpdir_and_allow_write() {
     );
 }
 
+/// A protected path's parent cannot be renamed away and made again without it.
+#[test]
+fn the_directories_above_a_protected_path_cannot_be_renamed_away() {
+    let mount = Mount::with(Options {
+        settings: r#"{"sandbox": {"enabled": true}}"#,
+        ..Options::default()
+    });
+    let dir = cwd(&mount);
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::fs::write(dir.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    mount.run(
+        "swap",
+        "mv .git .g; mkdir -p .git/hooks; echo x > .git/hooks/pre-commit; echo tried\n",
+    );
+    assert!(mount.read("cmd/swap/stdout").contains("tried"));
+    assert!(!dir.join(".g").exists(), "the .git directory was renamed");
+    assert!(!dir.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".git/HEAD")).unwrap(),
+        "ref: refs/heads/main\n"
+    );
+}
+
 #[test]
 fn deny_write_and_the_never_writable_paths_hold_inside_the_working_directory() {
     let mount = Mount::with(Options {

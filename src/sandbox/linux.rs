@@ -113,6 +113,8 @@ pub struct Child {
     /// Paths bound read-only over themselves in a new mount namespace, each with the
     /// flags its mount has (a user namespace may not clear them).
     read_only: Vec<(CString, libc::c_ulong)>,
+    /// Directories bound over themselves, so they cannot be renamed (see `Plan::pinned`).
+    pinned: Vec<CString>,
     /// Paths hidden: a directory under an empty tmpfs, a file under `/dev/null`.
     hidden: Vec<(CString, bool)>,
 }
@@ -228,6 +230,11 @@ fn build_for(
             .iter()
             .map(|p| Ok((c_path(p)?, kept_flags(p)?)))
             .chain(plan.mount.iter().map(|p| Ok((c_path(p)?, FUSE_FLAGS))))
+            .collect::<Result<_, String>>()?,
+        pinned: plan
+            .pinned
+            .iter()
+            .map(|p| c_path(p))
             .collect::<Result<_, String>>()?,
         hidden: plan
             .hidden
@@ -435,6 +442,10 @@ impl Child {
             out.extend_from_slice(&flags.to_ne_bytes());
             put(&mut out, path.as_bytes());
         }
+        out.extend_from_slice(&(self.pinned.len() as u32).to_ne_bytes());
+        for path in &self.pinned {
+            put(&mut out, path.as_bytes());
+        }
         out.extend_from_slice(&(self.hidden.len() as u32).to_ne_bytes());
         for (path, dir) in &self.hidden {
             out.push(*dir as u8);
@@ -483,6 +494,10 @@ impl Child {
             let flags = u64::from_ne_bytes(flags.try_into().ok()?) as libc::c_ulong;
             read_only.push((CString::new(take(&mut bytes)?).ok()?, flags));
         }
+        let mut pinned = Vec::new();
+        for _ in 0..count(&mut bytes)? {
+            pinned.push(CString::new(take(&mut bytes)?).ok()?);
+        }
         let mut hidden = Vec::new();
         for _ in 0..count(&mut bytes)? {
             let (dir, rest) = bytes.split_first()?;
@@ -494,6 +509,7 @@ impl Child {
             filters,
             maps,
             read_only,
+            pinned,
             hidden,
         })
     }
@@ -530,6 +546,16 @@ impl Child {
                 libc::MS_REC | libc::MS_SLAVE,
                 std::ptr::null(),
             ))?;
+            // Pinned first: a later bind below one is then inside its mount.
+            for path in &self.pinned {
+                check(libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))?;
+            }
             for (path, flags) in &self.read_only {
                 bind_read_only(path, *flags)?;
             }

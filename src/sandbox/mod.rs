@@ -176,6 +176,10 @@ pub struct Plan {
     pub writable: Vec<PathBuf>,
     /// Paths below a writable root bound read-only over themselves.
     pub read_only: Vec<PathBuf>,
+    /// The directories between a writable root and a read-only path, each bound over
+    /// itself so that it cannot be renamed away (a mount point's rename fails with
+    /// EBUSY): `mv .git .g; mkdir .git` would otherwise leave `.git/hooks` writable.
+    pub pinned: Vec<PathBuf>,
     /// The driver's mount, when it lies below a writable root: bound read-only too, and
     /// never looked at by the driver (that would be a request to itself).
     pub mount: Option<PathBuf>,
@@ -285,6 +289,24 @@ pub fn plan(section: &Section, context: &Context, cwd: &Path, tmp: Option<&Path>
             };
             if covered(&resolved) {
                 plan.not_in_force.push(path);
+            }
+        }
+    }
+    for path in &plan.read_only {
+        let Some(root) = plan
+            .writable
+            .iter()
+            .filter(|root| below(path, root))
+            .max_by_key(|root| root.as_os_str().len())
+        else {
+            continue;
+        };
+        for dir in path.ancestors().skip(1) {
+            if dir == root.as_path() || !below(dir, root) {
+                break;
+            }
+            if !plan.pinned.iter().any(|pinned| pinned == dir) {
+                plan.pinned.push(dir.to_path_buf());
             }
         }
     }
