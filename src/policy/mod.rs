@@ -211,18 +211,8 @@ impl Policy {
     /// UTF-8 are read lossily. The directory the text starts in is taken as unknown (a
     /// shell's script may follow a `cd` written to it before).
     pub fn check(&self, text: &[u8]) -> Verdict {
-        crate::panics::guard(
-            || checking(text),
-            || {
-                if crate::panics::injected(crate::panics::Site::Check, text) {
-                    panic!("a panic injected for a test");
-                }
-                #[cfg(test)]
-                tests::panic_if_asked();
-                self.check_rules(text)
-            },
-        )
-        .unwrap_or_else(|| refusal(CHECKER_FAILED.to_string()))
+        guarded(text, || self.check_rules(text))
+            .unwrap_or_else(|| refusal(CHECKER_FAILED.to_string()))
     }
 
     fn check_rules(&self, text: &[u8]) -> Verdict {
@@ -241,18 +231,7 @@ impl Policy {
     /// the rules ([`Policy::check`], with the text starting in the directory given to
     /// [`Policy::with_start_dir`]).
     pub fn explain(&self, text: &[u8]) -> Explained {
-        crate::panics::guard(
-            || checking(text),
-            || {
-                if crate::panics::injected(crate::panics::Site::Check, text) {
-                    panic!("a panic injected for a test");
-                }
-                #[cfg(test)]
-                tests::panic_if_asked();
-                self.explain_unguarded(text)
-            },
-        )
-        .unwrap_or_else(|| Explained {
+        guarded(text, || self.explain_unguarded(text)).unwrap_or_else(|| Explained {
             verdict: refusal(CHECKER_FAILED.to_string()),
             commands: Vec::new(),
             written: Vec::new(),
@@ -402,3 +381,20 @@ fn ends_a_line(text: &[u8]) -> bool {
 mod samples;
 #[cfg(test)]
 mod tests;
+
+/// Runs one decision on `text` inside the driver's panic guard (see `crate::panics`):
+/// a panic comes back as None, logged once with what was being checked. Sound because a
+/// decision's state lives in that one call and the rules are only read.
+fn guarded<T>(text: &[u8], decide: impl FnOnce() -> T) -> Option<T> {
+    crate::panics::guard(
+        || checking(text),
+        || {
+            if crate::panics::injected(crate::panics::Site::Check, text) {
+                panic!("a panic injected for a test");
+            }
+            #[cfg(test)]
+            tests::panic_if_asked();
+            decide()
+        },
+    )
+}
